@@ -1,0 +1,60 @@
+// The HTTP app factory: everything it needs is passed in, so tests build it without a socket.
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Logger } from 'pino';
+import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import type { CommandsRepo } from '../core/commands/commands-repo.ts';
+import type { Storage } from '../core/storage/storage.ts';
+import { requireApiKey, type AppEnv } from './auth.ts';
+import { commandRoutes } from './routes/commands.ts';
+import { docsRoutes } from './routes/docs.ts';
+import { RequestInvalid } from './validation.ts';
+
+export interface AppDeps {
+  accounts: AccountsRepo;
+  commands: CommandsRepo;
+  storage: Storage;
+  dispatch: (commandId: string) => void;
+  logger: Logger;
+  clock?: () => Date;
+  /** Serves stored files (local storage backend only). */
+  storageRoutes?: Hono<any>;
+  /** Readiness: resolves when the database answers. */
+  ready?: () => Promise<boolean>;
+  maxBodyBytes?: number;
+}
+
+export function createApp(d: AppDeps): Hono {
+  const clock = d.clock ?? (() => new Date());
+  const app = new Hono();
+
+  app.onError((err, c) => {
+    if (err instanceof RequestInvalid) return c.json({ detail: err.detail }, 422);
+    d.logger.error({ err, path: c.req.path, method: c.req.method }, 'request failed');
+    return c.json({ detail: 'Internal Server Error' }, 500);
+  });
+  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const ok = d.ready ? await d.ready().catch(() => false) : true;
+    return c.json({ status: ok ? 'ready' : 'not ready' }, ok ? 200 : 503);
+  });
+
+  const api = new Hono<AppEnv>();
+  api.use(
+    '/v1/*',
+    bodyLimit({
+      maxSize: d.maxBodyBytes ?? 1024 * 1024,
+      // The unread rest of the body makes the connection unusable: tell the client not to reuse it.
+      onError: (c) => c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
+    }),
+  );
+  api.use('/v1/*', requireApiKey(d.accounts));
+  api.route('/', commandRoutes({ commands: d.commands, storage: d.storage, dispatch: d.dispatch, clock }));
+
+  app.route('/', docsRoutes(api));
+  if (d.storageRoutes) app.route('/', d.storageRoutes);
+  app.route('/', api);
+  return app;
+}

@@ -1,0 +1,87 @@
+// Command rows -> the spec's JSON records.
+import type { CommandListRow, CommandRow, FileRow } from '../../core/commands/commands-repo.ts';
+import { FileStatus } from '../../core/commands/command-status.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+
+const MB = 1_000_000;
+const round = (x: number, digits = 6) => Number(x.toFixed(digits));
+export const toMb = (bytes: number) => round(bytes / MB);
+
+function seconds(from: Date, to: Date): number {
+  return round((to.getTime() - from.getTime()) / 1000, 3);
+}
+
+async function storageUrl(f: FileRow, storage: Storage, presignTtl: number | undefined): Promise<string> {
+  // Only stored, private, live files get a presigned URL; everything else keeps its plain URL.
+  if (presignTtl !== undefined && f.isPrivate && !f.isDeleted && f.status === FileStatus.STORED) {
+    return storage.presignGet(f.storageKey, presignTtl);
+  }
+  return storage.publicUrl(f.storageKey);
+}
+
+export async function outputFileEntry(f: FileRow, storage: Storage, presignTtl?: number) {
+  const m = f.media;
+  return {
+    file_id: f.id,
+    storage_url: await storageUrl(f, storage, presignTtl),
+    file_type: m?.file_type ?? null,
+    file_format: m?.file_format ?? null,
+    codec: m?.codec ?? null,
+    mime_type: m?.mime_type ?? null,
+    duration: m?.duration ?? null,
+    width: m?.width ?? null,
+    height: m?.height ?? null,
+    frame_rate: m?.frame_rate ?? null,
+    is_varying_frame_rate: m?.is_varying_frame_rate ?? null,
+    timebase: m?.timebase ?? null,
+    pixel_format: m?.pixel_format ?? null,
+    bitrate_video_kb: m?.bitrate_video_kb ?? null,
+    bitrate_audio_kb: m?.bitrate_audio_kb ?? null,
+    size_mbytes: f.sizeBytes === null ? null : toMb(f.sizeBytes),
+    is_deleted: f.isDeleted,
+    is_private: f.isPrivate,
+  };
+}
+
+export async function commandRecord(c: CommandRow, files: FileRow[], storage: Storage, now: Date, presignTtl?: number) {
+  const outputFiles: Record<string, unknown> = {};
+  // In the order the client declared them.
+  for (const declared of c.outputs) {
+    const f = files.find((x) => x.id === declared.fileId);
+    if (f) outputFiles[declared.alias] = await outputFileEntry(f, storage, presignTtl);
+  }
+  return {
+    command_id: c.id,
+    command_type: c.commandType,
+    environment_name: c.environmentName,
+    status: c.status,
+    processing_stage: c.processingStage,
+    error_status: c.errorStatus,
+    error_message: c.errorMessage,
+    original_request: c.originalRequest,
+    total_processing_seconds: seconds(c.createdAt, c.finishedAt ?? now),
+    ffmpeg_command_run_seconds: round(c.ffmpegSeconds, 3),
+    vcpu_count: c.vcpuCount,
+    output_files: outputFiles,
+    processing_quota_used: toMb(c.processedBytes),
+    metadata: c.metadata,
+    created_at: c.createdAt.toISOString(),
+  };
+}
+
+export function commandListItem(c: CommandListRow, now: Date) {
+  return {
+    command_id: c.id,
+    status: c.status,
+    environment_name: c.environmentName,
+    created_at: c.createdAt.toISOString(),
+    storage_quota_used: toMb(c.storedBytes),
+    processing_quota_used: toMb(c.processedBytes),
+    output_file_count: c.outputFileCount,
+    ffmpeg_command_run_seconds: round(c.ffmpegSeconds, 3),
+    processing_seconds: seconds(c.createdAt, c.finishedAt ?? now),
+    processing_stage: c.processingStage,
+    error_status: c.errorStatus,
+    error_message: c.errorMessage,
+  };
+}

@@ -1,0 +1,130 @@
+// Turns a validated request into a command row: plan checks (403), command-line parsing (422 with
+// the field that is wrong), file ids fixed up front. Nothing here runs anything.
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../../core/accounts/accounts-repo.ts';
+import type { NewCommandRow, } from '../../core/commands/commands-repo.ts';
+import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
+import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import { CommandRejected, type ParsedCommand } from '../../core/commands/parsed-command.ts';
+import type { StoredStep } from '../../core/db/schema.ts';
+import { DEFAULT_VCPUS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
+import { invalid } from '../validation.ts';
+
+export class PlanForbids extends Error {}
+
+interface Common {
+  input_files?: Record<string, string> | null;
+  output_files: Record<string, string>;
+  max_command_run_seconds: number;
+  vcpu_count?: number;
+  metadata?: Record<string, string | number | boolean> | null;
+  is_private: boolean;
+}
+
+function checkPlan(caller: Caller, req: Common): number {
+  const plan = caller.account.plan;
+  // The spec's default of 8 vCPUs is lowered to what the plan allows; an explicit value is not.
+  const vcpus = req.vcpu_count ?? Math.min(DEFAULT_VCPUS, plan.maxVcpus);
+  if (vcpus > plan.maxVcpus) {
+    throw new PlanForbids(`vcpu_count ${vcpus} exceeds the maximum of ${plan.maxVcpus} vCPUs of your plan (${plan.name})`);
+  }
+  if (req.max_command_run_seconds > plan.maxCommandRunSeconds) {
+    throw new PlanForbids(
+      `max_command_run_seconds ${req.max_command_run_seconds} exceeds the maximum of ${plan.maxCommandRunSeconds} s of your plan (${plan.name})`,
+    );
+  }
+  if (req.is_private && !plan.privateFiles) {
+    throw new PlanForbids(`private files (is_private) are not available on your plan (${plan.name})`);
+  }
+  return vcpus;
+}
+
+function parseStep(text: string, loc: (string | number)[], inputs: Set<string>, outputs: Set<string>, earlier: Set<string>): ParsedCommand {
+  try {
+    return parseFfmpegCommand(text, { inputAliases: inputs, outputAliases: outputs, earlierOutputAliases: earlier });
+  } catch (err) {
+    if (err instanceof CommandRejected) throw invalid(loc, `Value error, ${err.message}`);
+    throw err;
+  }
+}
+
+function buildRow(caller: Caller, req: Common, type: string, steps: StoredStep[], originalRequest: Record<string, unknown>, vcpus: number): NewCommandRow {
+  return {
+    id: randomUUID(),
+    accountId: caller.account.id,
+    environmentName: caller.environment,
+    commandType: type,
+    status: CommandStatus.QUEUED,
+    originalRequest,
+    metadata: req.metadata ?? null,
+    steps,
+    inputs: req.input_files ?? {},
+    outputs: Object.entries(req.output_files).map(([alias, fileName]) => ({ alias, fileName, fileId: randomUUID() })),
+    vcpuCount: vcpus,
+    maxCommandRunSeconds: req.max_command_run_seconds,
+    isPrivate: req.is_private,
+  };
+}
+
+/** Declared outputs that no step writes would never appear: refuse them up front. */
+function checkOutputsUsed(req: Common, steps: ParsedCommand[], loc: (string | number)[]) {
+  const produced = new Set(steps.flatMap((s) => s.outputAliases));
+  const unused = Object.keys(req.output_files).filter((a) => !produced.has(a));
+  if (unused.length > 0) {
+    throw invalid(loc, `Value error, ${unused.join(', ')} ${unused.length > 1 ? 'are' : 'is'} declared in output_files but not written by the command; use {{${unused[0]}}} as an output file`);
+  }
+}
+
+export function singleCommandRow(caller: Caller, req: RunCommandRequest): NewCommandRow {
+  if (req.output_files === 'OUTPUT_FOLDER') {
+    throw invalid(['body', 'output_files'], "Value error, 'OUTPUT_FOLDER' outputs are not supported by this server yet; declare each output file", 'value_error');
+  }
+  if (req.input_compressed_folder) {
+    throw invalid(['body', 'input_compressed_folder'], 'Value error, input_compressed_folder is not supported by this server yet; use input_files', 'value_error');
+  }
+  const common = { ...req, output_files: req.output_files };
+  const vcpus = checkPlan(caller, common);
+  const inputs = new Set(Object.keys(req.input_files ?? {}));
+  const outputs = new Set(Object.keys(req.output_files));
+  const parsed = parseStep(req.ffmpeg_command, ['body', 'ffmpeg_command'], inputs, outputs, new Set());
+  checkOutputsUsed(common, [parsed], ['body', 'output_files']);
+  const original = {
+    ffmpeg_command: req.ffmpeg_command,
+    input_files: req.input_files ?? null,
+    output_files: req.output_files,
+    max_command_run_seconds: req.max_command_run_seconds,
+    vcpu_count: vcpus,
+    ...(req.metadata ? { metadata: req.metadata } : {}),
+  };
+  return buildRow(caller, common, CommandType.FFMPEG_COMMAND, [{ command: parsed }], original, vcpus);
+}
+
+export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
+  if (req.input_compressed_folder !== undefined && req.input_compressed_folder !== null) {
+    throw invalid(['body', 'input_compressed_folder'], 'Value error, input_compressed_folder is only available for single commands, not chains');
+  }
+  const vcpus = checkPlan(caller, req);
+  const inputs = new Set(Object.keys(req.input_files ?? {}));
+  const outputs = new Set(Object.keys(req.output_files));
+  const earlier = new Set<string>();
+  const steps: ParsedCommand[] = [];
+  req.ffmpeg_commands.forEach((text, i) => {
+    const loc = ['body', 'ffmpeg_commands', i];
+    const parsed = parseStep(text, loc, inputs, outputs, new Set(earlier));
+    for (const alias of parsed.outputAliases) {
+      if (earlier.has(alias)) throw invalid(loc, `Value error, {{${alias}}} is already written by an earlier command of the chain`);
+    }
+    parsed.outputAliases.forEach((a) => earlier.add(a));
+    steps.push(parsed);
+  });
+  checkOutputsUsed(req, steps, ['body', 'output_files']);
+  const original = {
+    ffmpeg_commands: req.ffmpeg_commands,
+    input_files: req.input_files ?? null,
+    output_files: req.output_files,
+    max_command_run_seconds: req.max_command_run_seconds,
+    vcpu_count: vcpus,
+    ...(req.metadata ? { metadata: req.metadata } : {}),
+  };
+  return buildRow(caller, req, CommandType.FFMPEG_CHAINED_COMMANDS, steps.map((command) => ({ command })), original, vcpus);
+}

@@ -1,0 +1,132 @@
+// Embedded mode: API, reconciler, local-process job backend, PGlite (or PostgreSQL) and the local
+// storage folder, in one process.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import { CommandsRepo } from '../core/commands/commands-repo.ts';
+import type { Config } from '../core/config.ts';
+import { openDatabase, type Database } from '../core/db/database.ts';
+import { LocalStorage } from '../core/storage/local-storage.ts';
+import { LocalProcessBackend } from '../operator/backends/local-process-backend.ts';
+import { Reconciler } from '../operator/reconciler.ts';
+import { storageFilesRoutes } from './routes/storage-files.ts';
+import { createApp } from './app.ts';
+
+export interface EmbeddedService {
+  url: string;
+  database: Database;
+  accounts: AccountsRepo;
+  commands: CommandsRepo;
+  reconciler: Reconciler;
+  /** Set on the very first start: the default account's key (printed once). */
+  initialKey: string | null;
+  close(): Promise<void>;
+}
+
+export async function startEmbedded(config: Config, logger: Logger): Promise<EmbeddedService> {
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const database = await openDatabase(config.databaseUrl);
+  // Listen first: with port 0 the URLs the service hands out need the port it got.
+  let handler: ((req: Request) => Response | Promise<Response>) | null = null;
+  let server: ServerType;
+  try {
+    server = await listen((req) => (handler ? handler(req) : new Response('starting', { status: 503 })), config.host, config.port);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const publicUrl = config.port === 0 ? config.publicUrl.replace(/:\d+$/, `:${port}`) : config.publicUrl;
+  try {
+    const accounts = new AccountsRepo(database.db);
+    const commands = new CommandsRepo(database.db);
+    const initialKey = await ensureDefaultAccount(accounts, config, logger);
+    const storage = new LocalStorage({
+      root: config.storageDir,
+      publicBaseUrl: publicUrl,
+      signingKey: config.signingKey ?? (await persistentSecret(join(config.dataDir, 'signing-key'))),
+    });
+    const backend = new LocalProcessBackend({ logger, workRoot: config.workDir, capacityVcpus: config.localMaxVcpus });
+    const reconciler = new Reconciler({
+      commands,
+      backend,
+      storage,
+      logger,
+      limits: {
+        downloadMaxBytes: config.downloadMaxBytes,
+        downloadTimeoutSeconds: config.downloadTimeoutSeconds,
+        uploadAllowanceSeconds: config.uploadAllowanceSeconds,
+        allow: config.allowAddresses,
+        maxThreads: config.localMaxVcpus,
+      },
+      maxVcpusOf: async (accountId) => (await accounts.getAccount(accountId))?.plan.maxVcpus ?? 0,
+    });
+    const app = createApp({
+      accounts,
+      commands,
+      storage,
+      logger,
+      dispatch: () => reconciler.kick(),
+      storageRoutes: storageFilesRoutes(storage),
+      maxBodyBytes: config.maxBodyBytes,
+      ready: async () => {
+        await database.db.execute(sql`select 1`);
+        return true;
+      },
+    });
+    handler = (req) => app.fetch(req);
+    const url = publicUrl;
+    reconciler.start();
+    logger.info({ url, database: database.driver, data_dir: config.dataDir }, 'ffmpeg-operator started (embedded mode)');
+    return {
+      url,
+      database,
+      accounts,
+      commands,
+      reconciler,
+      initialKey,
+      close: async () => {
+        await new Promise<void>((res) => server.close(() => res()));
+        await reconciler.stop();
+        await backend.close();
+        await database.close();
+      },
+    };
+  } catch (err) {
+    server.close();
+    await database.close();
+    throw err;
+  }
+}
+
+function listen(fetch: Parameters<typeof serve>[0]['fetch'], hostname: string, port: number): Promise<ServerType> {
+  return new Promise((res, rej) => {
+    const server = serve({ fetch, hostname, port }, () => res(server));
+    server.once('error', rej);
+  });
+}
+
+/** First start: an account on the 'pro' plan with a 'main' key, printed once and kept in the data folder. */
+async function ensureDefaultAccount(accounts: AccountsRepo, config: Config, logger: Logger): Promise<string | null> {
+  if ((await accounts.listAccounts()).length > 0) return null;
+  const account = await accounts.createAccount(config.defaultAccount, 'pro');
+  const { key } = await accounts.createKey(account.id, 'main', 'created on first start');
+  await writeFile(join(config.dataDir, 'initial-api-key'), key + '\n', { mode: 0o600 });
+  logger.info({ account: account.name, plan: 'pro' }, 'created the default account and API key');
+  return key;
+}
+
+async function persistentSecret(path: string): Promise<string> {
+  try {
+    return (await readFile(path, 'utf8')).trim();
+  } catch {
+    const secret = randomBytes(32).toString('hex');
+    await writeFile(path, secret, { mode: 0o600, flag: 'wx' }).catch(() => {});
+    return (await readFile(path, 'utf8')).trim();
+  }
+}

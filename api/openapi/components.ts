@@ -1,0 +1,116 @@
+// Response schemas of the OpenAPI document (requests come from the valibot schemas).
+import { ErrorStatus } from '../../core/commands/error-status.ts';
+import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
+import { ProcessingStage } from '../../core/jobs/step-spec.ts';
+
+const num = { type: ['number', 'null'] };
+const int = { type: ['integer', 'null'] };
+const strOrNull = { type: ['string', 'null'] };
+
+export const ERROR_STATUS_DOC: Record<string, string> = {
+  UNREACHABLE_INPUT_FILE: 'An input URL could not be fetched (DNS, connection, HTTP error status, timeout).',
+  INVALID_INPUT_FILE_NAME: 'An input URL does not end in a file name.',
+  FORBIDDEN_INPUT_ADDRESS: 'An input URL resolves to a non-public address (loopback, private, link-local, ...).',
+  INPUT_FILE_TOO_LARGE: 'An input is larger than the download size limit.',
+  FFMPEG_FAILED: "ffmpeg exited with an error; error_message holds the tail of ffmpeg's own error output.",
+  FFMPEG_TIMEOUT: 'ffmpeg ran longer than max_command_run_seconds and was stopped.',
+  OUTPUT_FILE_NOT_CREATED: 'ffmpeg succeeded but did not write a declared output file.',
+  OUTPUT_UPLOAD_FAILED: 'An output could not be written to storage.',
+  DEADLINE_EXCEEDED: 'The step as a whole (downloads, ffmpeg, uploads) passed its deadline.',
+  INTERRUPTED: 'The service restarted while the command ran, too many times to try again.',
+  INTERNAL_ERROR: 'An unexpected failure inside the service; error_message says what happened.',
+};
+// Keep the document and the code in step.
+for (const s of Object.values(ErrorStatus)) if (!ERROR_STATUS_DOC[s]) throw new Error(`undocumented error status ${s}`);
+
+export const errorStatusDescription =
+  'Set when the command failed. Values:\n' + Object.entries(ERROR_STATUS_DOC).map(([k, v]) => `- ${k}: ${v}`).join('\n');
+
+export const outputFileEntrySchema = {
+  type: 'object',
+  properties: {
+    file_id: { type: 'string', format: 'uuid' },
+    storage_url: { type: 'string', format: 'uri' },
+    file_type: strOrNull,
+    file_format: strOrNull,
+    codec: strOrNull,
+    mime_type: strOrNull,
+    duration: num,
+    width: int,
+    height: int,
+    frame_rate: num,
+    is_varying_frame_rate: { type: ['boolean', 'null'] },
+    timebase: strOrNull,
+    pixel_format: strOrNull,
+    bitrate_video_kb: num,
+    bitrate_audio_kb: num,
+    size_mbytes: num,
+    is_deleted: { type: 'boolean' },
+    is_private: { type: 'boolean' },
+  },
+};
+
+const errorFields = {
+  processing_stage: { type: ['string', 'null'], enum: [...Object.values(ProcessingStage), null], description: 'Stage while PROCESSING; the last stage reached when FAILED.' },
+  error_status: { type: ['string', 'null'], enum: [...Object.values(ErrorStatus), null], description: errorStatusDescription },
+  error_message: { type: ['string', 'null'], description: 'Human-readable details when the command failed.' },
+};
+
+export const commandRecordSchema = {
+  type: 'object',
+  properties: {
+    command_id: { type: 'string', format: 'uuid' },
+    command_type: { type: 'string', enum: Object.values(CommandType) },
+    environment_name: { type: 'string' },
+    status: { type: 'string', enum: Object.values(CommandStatus) },
+    ...errorFields,
+    original_request: { type: 'object' },
+    total_processing_seconds: { type: 'number' },
+    ffmpeg_command_run_seconds: { type: 'number' },
+    vcpu_count: { type: 'integer' },
+    output_files: { type: 'object', additionalProperties: outputFileEntrySchema },
+    processing_quota_used: { type: 'number', minimum: 0, description: 'MB (10^6 bytes) downloaded and produced.' },
+    metadata: { type: ['object', 'null'] },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+export const commandListItemSchema = {
+  type: 'object',
+  properties: {
+    command_id: { type: 'string', format: 'uuid' },
+    status: { type: 'string', enum: Object.values(CommandStatus) },
+    environment_name: { type: 'string' },
+    created_at: { type: 'string', format: 'date-time' },
+    storage_quota_used: { type: 'number', minimum: 0 },
+    processing_quota_used: { type: 'number', minimum: 0 },
+    output_file_count: { type: 'integer', minimum: 0 },
+    ffmpeg_command_run_seconds: { type: 'number' },
+    processing_seconds: { type: 'number' },
+    ...errorFields,
+  },
+};
+
+export const submissionSchema = { type: 'object', properties: { command_id: { type: 'string', format: 'uuid' } }, required: ['command_id'] };
+
+const detailString = { type: 'object', properties: { detail: { type: 'string' } } };
+export const validationErrorSchema = {
+  type: 'object',
+  properties: {
+    detail: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { loc: { type: 'array', items: { type: ['string', 'integer'] } }, msg: { type: 'string' }, type: { type: 'string' } },
+        required: ['loc', 'msg', 'type'],
+      },
+    },
+  },
+};
+
+const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } });
+export const commonResponses = {
+  401: json(detailString, 'Missing or invalid API key'),
+  422: json(validationErrorSchema, 'Validation error'),
+};
+export const responses = { json, detailString };

@@ -1,0 +1,112 @@
+import { Hono } from 'hono';
+import { describeRoute, resolver } from 'hono-openapi';
+import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import type { AppEnv } from '../auth.ts';
+import { chainRow, PlanForbids, singleCommandRow } from '../commands/submission.ts';
+import { commandListItem, commandRecord } from '../commands/serialize.ts';
+import { commandIdParam, listQuerySchema, presignQuerySchema, runChainSchema, runCommandSchema } from '../schemas/commands.ts';
+import { jsonBody, parseWith, queryParams } from '../validation.ts';
+import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
+
+export interface CommandRoutesDeps {
+  commands: CommandsRepo;
+  storage: Storage;
+  /** Hands new work to the reconciler (embedded) or creates the FfmpegCommand (cluster). */
+  dispatch: (commandId: string) => void;
+  clock: () => Date;
+}
+
+const submitted = {
+  200: responses.json(submissionSchema, 'Accepted: poll GET /v1/commands/{command_id}'),
+  403: responses.json(responses.detailString, 'Your plan does not allow this command (vCPUs, run time or private files)'),
+  ...commonResponses,
+};
+
+export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.post(
+    '/v1/run-ffmpeg-command',
+    describeRoute({
+      summary: 'Run one FFmpeg command',
+      tags: ['commands'],
+      requestBody: { content: { 'application/json': { schema: resolver(runCommandSchema) } } },
+      responses: submitted,
+    }),
+    async (c) => {
+      const req = await jsonBody(c, runCommandSchema);
+      return submit(c, () => singleCommandRow(c.get('caller'), req));
+    },
+  );
+
+  app.post(
+    '/v1/run-chained-ffmpeg-commands',
+    describeRoute({
+      summary: 'Run up to 10 FFmpeg commands in order',
+      description: 'A later command may read an earlier output with `-i {{out_x}}`. Each command runs as its own step; a failed step fails the chain.',
+      tags: ['commands'],
+      requestBody: { content: { 'application/json': { schema: resolver(runChainSchema) } } },
+      responses: submitted,
+    }),
+    async (c) => {
+      const req = await jsonBody(c, runChainSchema);
+      return submit(c, () => chainRow(c.get('caller'), req));
+    },
+  );
+
+  async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
+    let row;
+    try {
+      row = build();
+    } catch (err) {
+      if (err instanceof PlanForbids) return c.json({ detail: err.message }, 403);
+      throw err;
+    }
+    await d.commands.insert(row);
+    d.dispatch(row.id);
+    return c.json({ command_id: row.id }, 200);
+  }
+
+  app.get(
+    '/v1/commands/:command_id',
+    describeRoute({
+      summary: 'Read one command',
+      tags: ['commands'],
+      parameters: [
+        { name: 'command_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
+        { name: 'presigned_ttl_seconds', in: 'query', required: false, schema: { type: 'number', maximum: 604800, description: 'greater than 0' } },
+      ],
+      responses: { 200: responses.json(commandRecordSchema, 'The command'), 404: responses.json(responses.detailString, 'No such command'), ...commonResponses },
+    }),
+    async (c) => {
+      const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
+      const { presigned_ttl_seconds } = queryParams(c, presignQuerySchema);
+      const row = await d.commands.findForAccount(c.get('caller').account.id, id);
+      if (!row) return c.json({ detail: 'Command not found' }, 404);
+      const files = await d.commands.outputFiles(row.id);
+      return c.json(await commandRecord(row, files, d.storage, d.clock(), presigned_ttl_seconds));
+    },
+  );
+
+  app.get(
+    '/v1/commands',
+    describeRoute({
+      summary: 'List commands, newest first',
+      tags: ['commands'],
+      parameters: [
+        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
+      ],
+      responses: { 200: responses.json({ type: 'array', items: commandListItemSchema }, 'Commands'), ...commonResponses },
+    }),
+    async (c) => {
+      const { limit, offset } = queryParams(c, listQuerySchema);
+      const rows = await d.commands.listForAccount(c.get('caller').account.id, limit, offset);
+      const now = d.clock();
+      return c.json(rows.map((r) => commandListItem(r, now)));
+    },
+  );
+
+  return app;
+}

@@ -1,0 +1,163 @@
+// Serves and receives the local-folder storage's files at /storage/<key> (mount the app at root).
+// GET/HEAD: public/... keys for anyone, other keys with a signed GET URL. PUT: signed PUT URL only,
+// answered S3-style (200, ETag = quoted MD5 hex) so runners use one client for S3 and local mode.
+import { createHash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { Hono } from 'hono';
+import type { Context } from 'hono';
+import type { ByteRange } from '../../core/storage/storage.ts';
+import {
+  assertValidKey,
+  guessContentType,
+  normalizeContentType,
+  ObjectSizeMismatch,
+} from '../../core/storage/local-storage.ts';
+import type { LocalStorage } from '../../core/storage/local-storage.ts';
+
+const ROUTE_PREFIX = '/storage/';
+/** S3's limit for a single PUT. */
+export const DEFAULT_MAX_UPLOAD_BYTES = 5 * 1024 ** 3;
+export const PUBLIC_CACHE_CONTROL = 'public, max-age=300';
+export const SIGNED_CACHE_CONTROL = 'private, no-store';
+
+export interface StorageFilesOptions {
+  maxUploadBytes?: number;
+}
+
+export function storageFilesRoutes(storage: LocalStorage, options: StorageFilesOptions = {}): Hono {
+  const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+  const app = new Hono();
+  // Hono routes HEAD to GET handlers; serveObject looks at the real method to skip the body.
+  app.get('/storage/*', (c) => serveObject(c, storage));
+  app.put('/storage/*', (c) => receiveObject(c, storage, maxUploadBytes));
+  return app;
+}
+
+async function serveObject(c: Context, storage: LocalStorage): Promise<Response> {
+  const url = new URL(c.req.url);
+  const key = keyFromPath(url.pathname);
+  if (key === null) return problem(c, 400, 'Invalid storage key');
+  const access = storage.authorize('GET', key, url.searchParams);
+  if (!access.allowed) return problem(c, 403, access.detail);
+
+  const object = await storage.open(key);
+  if (object === null) return problem(c, 404, 'File not found');
+
+  const headers = new Headers({
+    'Content-Type': object.contentType,
+    'Accept-Ranges': 'bytes',
+    ETag: object.etag,
+    'Last-Modified': new Date(object.mtimeMs).toUTCString(),
+    'Cache-Control': access.visibility === 'public' ? PUBLIC_CACHE_CONTROL : SIGNED_CACHE_CONTROL,
+    'Content-Disposition': inlineDisposition(key.slice(key.lastIndexOf('/') + 1)),
+    'X-Content-Type-Options': 'nosniff',
+    // Stored files are user content on the API's origin: never let an HTML or SVG file run script.
+    'Content-Security-Policy': 'sandbox',
+  });
+
+  const range = parseRange(c.req.header('range'), object.size);
+  if (range === 'unsatisfiable') {
+    await object.close();
+    return c.json({ detail: 'Requested range not satisfiable' }, 416, {
+      'Content-Range': `bytes */${object.size}`,
+      'Cache-Control': 'no-store',
+    });
+  }
+  let status = 200;
+  if (range) {
+    status = 206;
+    headers.set('Content-Range', `bytes ${range.start}-${range.end}/${object.size}`);
+  }
+  headers.set('Content-Length', String(range ? range.end - range.start + 1 : object.size));
+
+  if (c.req.method === 'HEAD') {
+    await object.close();
+    return new Response(null, { status, headers });
+  }
+  const body = Readable.toWeb(object.stream(range)) as ReadableStream<Uint8Array>;
+  return new Response(body, { status, headers });
+}
+
+async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: number): Promise<Response> {
+  const url = new URL(c.req.url);
+  const key = keyFromPath(url.pathname);
+  if (key === null) return problem(c, 400, 'Invalid storage key');
+  const access = storage.authorize('PUT', key, url.searchParams);
+  if (!access.allowed) return problem(c, 403, access.detail);
+
+  const lengthHeader = c.req.header('content-length');
+  if (lengthHeader === undefined || !/^[0-9]{1,16}$/.test(lengthHeader)) {
+    return problem(c, 411, 'Content-Length is required');
+  }
+  const size = Number(lengthHeader);
+  if (size > maxUploadBytes) return problem(c, 413, `File larger than ${maxUploadBytes} bytes`);
+  const contentType = normalizeContentType(c.req.header('content-type')) ?? guessContentType(key);
+
+  const md5 = createHash('md5');
+  const source = c.req.raw.body
+    ? Readable.fromWeb(c.req.raw.body as NodeReadableStream<Uint8Array>)
+    : Readable.from([]);
+  try {
+    await storage.put(key, Readable.from(hashWhileReading(source, md5)), { size, contentType });
+  } catch (err) {
+    if (err instanceof ObjectSizeMismatch) return problem(c, 400, 'Body length does not match Content-Length');
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
+      return problem(c, 409, 'Key conflicts with an existing file or folder');
+    }
+    throw err;
+  }
+  return c.body(null, 200, { ETag: `"${md5.digest('hex')}"`, 'Cache-Control': 'no-store' });
+}
+
+async function* hashWhileReading(source: Readable, hash: Hash): AsyncGenerator<Buffer> {
+  for await (const chunk of source) {
+    hash.update(chunk as Buffer);
+    yield chunk as Buffer;
+  }
+}
+
+/** The storage key of a request path, or null when it is not a valid key. */
+export function keyFromPath(pathname: string): string | null {
+  if (!pathname.startsWith(ROUTE_PREFIX)) return null;
+  try {
+    const key = pathname.slice(ROUTE_PREFIX.length).split('/').map((s) => decodeURIComponent(s)).join('/');
+    assertValidKey(key);
+    return key;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`, clamped to the size. Anything else (other
+ * units, several ranges, malformed) is ignored and the whole file served, as RFC 9110 allows.
+ */
+export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | undefined {
+  if (header === undefined || size === 0) return undefined;
+  const match = /^bytes=([0-9]*)-([0-9]*)$/.exec(header.trim());
+  if (!match || (match[1] === '' && match[2] === '')) return undefined;
+  if (match[1] === '') {
+    const suffixLength = Number(match[2]);
+    if (suffixLength === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffixLength), end: size - 1 };
+  }
+  const start = Number(match[1]);
+  const end = match[2] === '' ? Infinity : Number(match[2]);
+  if (end < start) return undefined; // invalid, e.g. bytes=5-3
+  if (start >= size) return 'unsatisfiable';
+  return { start, end: Math.min(end, size - 1) };
+}
+
+/** `inline` with an ASCII fallback name and the exact UTF-8 name (RFC 6266 / 8187). */
+export function inlineDisposition(fileName: string): string {
+  const fallback = fileName.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `inline; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}
+
+function problem(c: Context, status: 400 | 403 | 404 | 409 | 411 | 413, detail: string): Response {
+  return c.json({ detail }, status, { 'Cache-Control': 'no-store' });
+}

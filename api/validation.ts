@@ -1,0 +1,154 @@
+// Request validation with FastAPI's error shape, so clients written for the spec parse our 422s:
+//   {"detail":[{"loc":["body","field",...],"msg":"...","type":"..."}]}
+// Types and messages follow pydantic v2's wording. Numbers, integers and booleans are parsed leniently
+// like pydantic's lax mode ("300" and 8.0 are accepted), because existing clients may send them so.
+import type { Context } from 'hono';
+import * as v from 'valibot';
+
+export interface ErrorItem {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class RequestInvalid extends Error {
+  readonly detail: ErrorItem[];
+  constructor(detail: ErrorItem[]) {
+    super(detail.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; '));
+    this.name = 'RequestInvalid';
+    this.detail = detail;
+  }
+}
+
+export function invalid(loc: (string | number)[], msg: string, type = 'value_error'): RequestInvalid {
+  return new RequestInvalid([{ loc, msg, type }]);
+}
+
+// A message of the form "<pydantic type>\u0000<text>" carries its own error type through valibot.
+const SEP = '\u0000';
+export const msg = (type: string, text: string) => `${type}${SEP}${text}`;
+
+type Issue = v.BaseIssue<unknown>;
+
+const TYPE_BY_VALIBOT: Record<string, string> = {
+  string: 'string_type',
+  number: 'float_type',
+  boolean: 'bool_type',
+  object: 'dict_type',
+  loose_object: 'dict_type',
+  record: 'dict_type',
+  array: 'list_type',
+  literal: 'literal_error',
+  regex: 'string_pattern_mismatch',
+  uuid: 'uuid_parsing',
+  check: 'value_error',
+  min_value: 'greater_than_equal',
+  max_value: 'less_than_equal',
+  gt_value: 'greater_than',
+};
+
+function issueToItem(issue: Issue, prefix: (string | number)[]): ErrorItem[] {
+  if (issue.type === 'union' && issue.issues?.length) {
+    // Report the branch that got furthest into the value: its issues say what is wrong.
+    const depth = (i: Issue) => i.path?.length ?? 0;
+    const deepest = Math.max(...issue.issues.map(depth));
+    if (deepest > (issue.path?.length ?? 0)) {
+      return issue.issues.filter((i) => depth(i) === deepest).flatMap((i) => issueToItem(i, prefix));
+    }
+  }
+  const loc = [...prefix, ...(issue.path ?? []).map((p) => p.key as string | number)];
+  if (issue.kind === 'schema' && issue.received === 'undefined' && issue.type !== 'union') {
+    return [{ loc, msg: 'Field required', type: 'missing' }];
+  }
+  const [maybeType, text] = issue.message.split(SEP);
+  if (text !== undefined) return [{ loc, msg: text, type: maybeType }];
+  let type = TYPE_BY_VALIBOT[issue.type] ?? 'value_error';
+  if (issue.type === 'max_length') type = typeof issue.input === 'string' ? 'string_too_long' : 'too_long';
+  if (issue.type === 'min_length') type = typeof issue.input === 'string' ? 'string_too_short' : 'too_short';
+  return [{ loc, msg: issue.message, type }];
+}
+
+export function parseWith<S extends v.GenericSchema>(schema: S, input: unknown, prefix: (string | number)[]): v.InferOutput<S> {
+  const result = v.safeParse(schema, input, { abortPipeEarly: true });
+  if (result.success) return result.output;
+  const seen = new Set<string>();
+  const detail = result.issues.flatMap((i) => issueToItem(i as Issue, prefix)).filter((d) => {
+    const key = JSON.stringify(d);
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  throw new RequestInvalid(detail);
+}
+
+/** Reads and validates a JSON body. Malformed JSON and non-object bodies are 422s like FastAPI's. */
+export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S): Promise<v.InferOutput<S>> {
+  const text = await c.req.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new RequestInvalid([{ loc: ['body', 0], msg: `JSON decode error: ${(err as Error).message}`, type: 'json_invalid' }]);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
+  }
+  return parseWith(schema, body, ['body']);
+}
+
+export function queryParams<S extends v.GenericSchema>(c: Context, schema: S): v.InferOutput<S> {
+  return parseWith(schema, c.req.query(), ['query']);
+}
+
+// Lenient scalars, pydantic style.
+
+export function laxNumber() {
+  return v.pipe(
+    v.unknown(),
+    v.rawTransform<unknown, number>(({ dataset, addIssue, NEVER }) => {
+      const x = dataset.value;
+      if (typeof x === 'number' && Number.isFinite(x)) return x;
+      if (typeof x === 'string' && x.trim() !== '' && Number.isFinite(Number(x))) return Number(x);
+      addIssue({ message: msg(typeof x === 'string' ? 'float_parsing' : 'float_type', typeof x === 'string' ? 'Input should be a valid number, unable to parse string as a number' : 'Input should be a valid number') });
+      return NEVER;
+    }),
+  );
+}
+
+export function laxInt() {
+  return v.pipe(
+    v.unknown(),
+    v.rawTransform<unknown, number>(({ dataset, addIssue, NEVER }) => {
+      const x = dataset.value;
+      if (typeof x === 'number' && Number.isFinite(x)) {
+        if (Number.isInteger(x)) return x;
+        addIssue({ message: msg('int_from_float', 'Input should be a valid integer, got a number with a fractional part') });
+        return NEVER;
+      }
+      if (typeof x === 'string' && /^\s*[+-]?\d+\s*$/.test(x)) return Number(x);
+      addIssue({ message: msg(typeof x === 'string' ? 'int_parsing' : 'int_type', typeof x === 'string' ? 'Input should be a valid integer, unable to parse string as an integer' : 'Input should be a valid integer') });
+      return NEVER;
+    }),
+  );
+}
+
+const TRUE = new Set(['true', '1', 'yes', 'on', 't', 'y']);
+const FALSE = new Set(['false', '0', 'no', 'off', 'f', 'n']);
+export function laxBool() {
+  return v.pipe(
+    v.unknown(),
+    v.rawTransform<unknown, boolean>(({ dataset, addIssue, NEVER }) => {
+      const x = dataset.value;
+      if (typeof x === 'boolean') return x;
+      if (x === 0 || x === 1) return x === 1;
+      if (typeof x === 'string' && TRUE.has(x.toLowerCase())) return true;
+      if (typeof x === 'string' && FALSE.has(x.toLowerCase())) return false;
+      addIssue({ message: msg(typeof x === 'string' ? 'bool_parsing' : 'bool_type', 'Input should be a valid boolean') });
+      return NEVER;
+    }),
+  );
+}
+
+export const gt = (n: number) => v.gtValue<number, number, string>(n, msg('greater_than', `Input should be greater than ${n}`));
+export const ge = (n: number) => v.minValue<number, number, string>(n, msg('greater_than_equal', `Input should be greater than or equal to ${n}`));
+export const le = (n: number) => v.maxValue<number, number, string>(n, msg('less_than_equal', `Input should be less than or equal to ${n}`));
+export const str = () => v.string(msg('string_type', 'Input should be a valid string'));
+export const maxChars = (n: number) => v.maxLength<string, number, string>(n, msg('string_too_long', `String should have at most ${n} characters`));

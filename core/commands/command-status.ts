@@ -1,0 +1,26 @@
+export const CommandStatus = {
+  QUEUED: 'QUEUED',
+  PROCESSING: 'PROCESSING',
+  // In the spec's enum; this implementation never reports it (a command goes QUEUED -> PROCESSING).
+  PREPARED_FFMPEG_COMMAND: 'PREPARED_FFMPEG_COMMAND',
+  FAILED: 'FAILED',
+  SUCCESS: 'SUCCESS',
+} as const;
+export type CommandStatus = (typeof CommandStatus)[keyof typeof CommandStatus];
+
+export const CommandType = {
+  FFMPEG_COMMAND: 'FFMPEG_COMMAND',
+  FFMPEG_CHAINED_COMMANDS: 'FFMPEG_CHAINED_COMMANDS',
+} as const;
+export type CommandType = (typeof CommandType)[keyof typeof CommandType];
+
+export const FileStatus = {
+  QUEUED: 'QUEUED',
+  DOWNLOADING: 'DOWNLOADING',
+  DOWNLOADED: 'DOWNLOADED',
+  UPLOADED: 'UPLOADED',
+  FAILED: 'FAILED',
+  STORED: 'STORED',
+} as const;
+
+export const StoreType = { INPUT: 'INPUT', OUTPUT: 'OUTPUT', STORED_FILE: 'STORED_FILE' } as const;

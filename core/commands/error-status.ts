@@ -1,0 +1,27 @@
+// Every error status a command (or stored file) can end with. The README and the OpenAPI document
+// list these same values; keep the three in step.
+export const ErrorStatus = {
+  /** An input URL could not be fetched: DNS failure, refused connection, HTTP error status, timeout. */
+  UNREACHABLE_INPUT_FILE: 'UNREACHABLE_INPUT_FILE',
+  /** An input URL does not end in a usable file name (e.g. `https://host/` or `https://host/dir/`). */
+  INVALID_INPUT_FILE_NAME: 'INVALID_INPUT_FILE_NAME',
+  /** An input URL points at an address the service refuses to reach (loopback, private, link-local...). */
+  FORBIDDEN_INPUT_ADDRESS: 'FORBIDDEN_INPUT_ADDRESS',
+  /** An input is larger than the configured download size limit. */
+  INPUT_FILE_TOO_LARGE: 'INPUT_FILE_TOO_LARGE',
+  /** ffmpeg exited with a non-zero status; error_message carries the tail of its stderr. */
+  FFMPEG_FAILED: 'FFMPEG_FAILED',
+  /** ffmpeg ran longer than max_command_run_seconds and was killed. */
+  FFMPEG_TIMEOUT: 'FFMPEG_TIMEOUT',
+  /** ffmpeg succeeded but a declared output file was not produced (or is empty). */
+  OUTPUT_FILE_NOT_CREATED: 'OUTPUT_FILE_NOT_CREATED',
+  /** An output could not be written to storage. */
+  OUTPUT_UPLOAD_FAILED: 'OUTPUT_UPLOAD_FAILED',
+  /** A step as a whole (downloads, ffmpeg and uploads) ran past its deadline and was stopped. */
+  DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
+  /** The service restarted while the command ran, too many times to try again. */
+  INTERRUPTED: 'INTERRUPTED',
+  /** An unexpected failure inside the service; error_message says what happened. */
+  INTERNAL_ERROR: 'INTERNAL_ERROR',
+} as const;
+export type ErrorStatus = (typeof ErrorStatus)[keyof typeof ErrorStatus];

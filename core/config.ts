@@ -1,0 +1,58 @@
+// Settings come from environment variables (all optional); the README lists them.
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string;
+  publicUrl: string;
+  storageDir: string;
+  workDir: string;
+  signingKey: string | null;
+  allowAddresses: string[];
+  downloadMaxBytes: number;
+  downloadTimeoutSeconds: number;
+  uploadAllowanceSeconds: number;
+  localMaxVcpus: number;
+  maxBodyBytes: number;
+  logLevel: string;
+  defaultAccount: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+function num(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const host = env.FFOP_HOST ?? '127.0.0.1';
+  // Port 0 picks a free port (tests).
+  const port = env.FFOP_PORT === '0' ? 0 : num(env, 'FFOP_PORT', 8080);
+  const dataDir = resolve(env.FFOP_DATA_DIR ?? './data');
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  return {
+    host,
+    port,
+    dataDir,
+    databaseUrl: env.FFOP_DATABASE_URL ?? `pglite:${join(dataDir, 'db')}`,
+    publicUrl: (env.FFOP_PUBLIC_URL ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    storageDir: env.FFOP_STORAGE_DIR ?? join(dataDir, 'storage'),
+    workDir: env.FFOP_WORK_DIR ?? join(dataDir, 'work'),
+    signingKey: env.FFOP_SIGNING_KEY ?? null,
+    allowAddresses: (env.FFOP_ALLOW_ADDRESSES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    downloadMaxBytes: num(env, 'FFOP_DOWNLOAD_MAX_BYTES', 4 * 1024 ** 3),
+    downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
+    uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
+    localMaxVcpus: num(env, 'FFOP_LOCAL_MAX_VCPUS', availableParallelism()),
+    maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
+    logLevel: env.FFOP_LOG_LEVEL ?? 'info',
+    defaultAccount: env.FFOP_DEFAULT_ACCOUNT ?? 'default',
+  };
+}

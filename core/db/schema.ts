@@ -1,0 +1,126 @@
+// One pg-core schema for both drivers (postgres.js against PostgreSQL, PGlite in embedded mode).
+// Migrations in core/db/migrations are generated from this file by drizzle-kit.
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import type { MediaInfo } from '../media/media-info.ts';
+import type { ParsedCommand } from '../commands/parsed-command.ts';
+
+export const accounts = pgTable('accounts', {
+  id: uuid('id').primaryKey(),
+  name: text('name').notNull().unique(),
+  plan: text('plan').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    // The public half of the key ("ffo_<id>_<secret>"): looked up by id, secret compared by hash.
+    id: text('id').primaryKey(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    environment: text('environment').notNull(),
+    secretHash: text('secret_hash').notNull(),
+    label: text('label'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [index('api_keys_account_idx').on(t.accountId)],
+);
+
+/** One step of a command as the reconciler needs it: the validated command line of that step. */
+export interface StoredStep {
+  command: ParsedCommand;
+}
+
+/** An output the client declared; its file id (and so its storage key) is fixed at submit time. */
+export interface DeclaredOutput {
+  alias: string;
+  fileName: string;
+  fileId: string;
+}
+
+export const commands = pgTable(
+  'commands',
+  {
+    id: uuid('id').primaryKey(),
+    // Arrival order for FIFO admission; created_at can tie.
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    environmentName: text('environment_name').notNull(),
+    commandType: text('command_type').notNull(),
+    status: text('status').notNull(),
+    processingStage: text('processing_stage'),
+    errorStatus: text('error_status'),
+    errorMessage: text('error_message'),
+    originalRequest: jsonb('original_request').$type<Record<string, unknown>>().notNull(),
+    metadata: jsonb('metadata').$type<Record<string, string | number | boolean> | null>(),
+    steps: jsonb('steps').$type<StoredStep[]>().notNull(),
+    /** input_files as submitted: alias -> URL. */
+    inputs: jsonb('inputs').$type<Record<string, string>>().notNull(),
+    outputs: jsonb('outputs').$type<DeclaredOutput[]>().notNull(),
+    vcpuCount: integer('vcpu_count').notNull(),
+    maxCommandRunSeconds: doublePrecision('max_command_run_seconds').notNull(),
+    isPrivate: boolean('is_private').notNull(),
+    currentStep: integer('current_step').notNull().default(0),
+    /** Incremented each time a step is (re)started, so job names stay unique per attempt. */
+    attempt: integer('attempt').notNull().default(0),
+    ffmpegSeconds: doublePrecision('ffmpeg_seconds').notNull().default(0),
+    processedBytes: bigint('processed_bytes', { mode: 'number' }).notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    startedAt: timestamp('started_at', { withTimezone: true, precision: 3 }),
+    finishedAt: timestamp('finished_at', { withTimezone: true, precision: 3 }),
+  },
+  (t) => [
+    index('commands_account_created_idx').on(t.accountId, t.createdAt),
+    // The reconciler scans only unfinished commands.
+    index('commands_active_idx')
+      .on(t.status, t.seq)
+      .where(sql`${t.status} in ('QUEUED', 'PROCESSING')`),
+  ],
+);
+
+export const files = pgTable(
+  'files',
+  {
+    id: uuid('id').primaryKey(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    environmentName: text('environment_name').notNull(),
+    commandId: uuid('command_id').references(() => commands.id),
+    /** Output alias for command outputs (out_1, OUTPUT_FOLDER). */
+    alias: text('alias'),
+    serviceStoreType: text('service_store_type').notNull(),
+    status: text('status').notNull(),
+    errorStatus: text('error_status'),
+    errorMessage: text('error_message'),
+    storageKey: text('storage_key').notNull(),
+    fileName: text('file_name').notNull(),
+    originalFileUrl: text('original_file_url'),
+    isPrivate: boolean('is_private').notNull(),
+    isDeleted: boolean('is_deleted').notNull().default(false),
+    sizeBytes: bigint('size_bytes', { mode: 'number' }),
+    media: jsonb('media').$type<MediaInfo | null>(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('files_command_idx').on(t.commandId),
+    index('files_account_created_idx').on(t.accountId, t.createdAt),
+  ],
+);

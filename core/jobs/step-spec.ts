@@ -1,0 +1,75 @@
+// The contract between the reconciler and the runner: what one command (or chain step) must do,
+// and the events the runner reports back. The runner gets only URLs (presigned where needed), so it
+// holds no storage credentials; in embedded mode the spec goes to a child process, in cluster mode
+// into a Job.
+import type { ParsedCommand } from '../commands/parsed-command.ts';
+import type { ErrorStatus } from '../commands/error-status.ts';
+import type { MediaInfo } from '../media/media-info.ts';
+
+export const ProcessingStage = {
+  DOWNLOADING: 'DOWNLOADING',
+  PREPARING_INPUT_FILES: 'PREPARING_INPUT_FILES',
+  FFMPEG_PROCESSING: 'FFMPEG_PROCESSING',
+  UPLOADING: 'UPLOADING',
+} as const;
+export type ProcessingStage = (typeof ProcessingStage)[keyof typeof ProcessingStage];
+
+export interface StepInput {
+  alias: string;
+  /** The runner names the local copy after the URL's last path segment (made safe). */
+  url: string;
+  /** 'storage' URLs were minted by the service itself and skip the SSRF guard; 'external' never do. */
+  source: 'external' | 'storage';
+}
+
+export interface StepOutput {
+  alias: string;
+  fileName: string;
+  /** Presigned URL that accepts one PUT of the whole file. */
+  uploadUrl: string;
+}
+
+export interface StepSpec {
+  commandId: string;
+  /** 0-based index of this step in its command (always 0 for single commands). */
+  step: number;
+  command: ParsedCommand;
+  inputs: StepInput[];
+  outputs: StepOutput[];
+  /** ffmpeg threads (vcpu_count, capped at the cores the runner has). */
+  threads: number;
+  /** max_command_run_seconds: wall-clock cap on the ffmpeg process. */
+  timeoutSeconds: number;
+  download: {
+    maxBytes: number;
+    timeoutSeconds: number;
+    /** SSRF exceptions: 'host:port' or CIDR entries that may be reached although not public. */
+    allow: string[];
+  };
+}
+
+export interface OutputResult {
+  alias: string;
+  fileName: string;
+  size: number;
+  media: MediaInfo;
+}
+
+export type RunnerEvent =
+  | { type: 'stage'; stage: ProcessingStage }
+  | { type: 'progress'; outTimeSeconds: number; speed: number | null }
+  | {
+      type: 'result';
+      ok: true;
+      ffmpegSeconds: number;
+      inputBytes: number;
+      outputs: OutputResult[];
+    }
+  | {
+      type: 'result';
+      ok: false;
+      errorStatus: ErrorStatus;
+      errorMessage: string;
+      ffmpegSeconds: number | null;
+      inputBytes: number;
+    };

@@ -1,0 +1,185 @@
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile, readFile, stat, chmod } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ParsedCommand } from '../commands/parsed-command.ts';
+import { buildFfmpegArgv } from './ffmpeg-args.ts';
+import { runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
+import { probeMedia } from './probe.ts';
+import { detectSandbox, wrapCommand } from './sandbox.ts';
+
+/** A lavfi source of `seconds` of video, encoded to the output alias `out`. */
+function encodeCommand(source: string, outputOptions: string[] = []): ParsedCommand {
+  return {
+    globals: [],
+    inputs: [{ options: ['-f', 'lavfi'], target: source }],
+    outputs: [{ options: ['-c:v', 'libx264', '-pix_fmt', 'yuv420p', ...outputOptions], target: { alias: 'out' } }],
+    inputAliases: [],
+    outputAliases: ['out'],
+  };
+}
+
+/** Gone: no such process, or a zombie left for init to reap (it can no longer run). */
+async function isGone(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+}
+
+describe('runFfmpeg', () => {
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'run-ffmpeg-test-'));
+  });
+
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('runs a built argv end to end and reports progress', async () => {
+    const argv = buildFfmpegArgv(encodeCommand('testsrc=duration=2:size=160x120:rate=25'), (alias) => `${alias}.mp4`, { threads: 1 });
+    const progress: FfmpegProgress[] = [];
+    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, onProgress: (p) => progress.push(p) });
+
+    assert.equal(result.exitCode, 0, result.stderrTail);
+    assert.equal(result.signal, null);
+    assert.equal(result.timedOut, false);
+    assert.equal(result.aborted, false);
+    assert.ok(result.seconds > 0);
+    assert.ok(progress.length > 0);
+    const last = progress.at(-1)!;
+    assert.equal(last.frame, 50);
+    // the muxed time of the last packet: near the 2 s, never beyond
+    assert.ok(last.outTimeSeconds > 1.5 && last.outTimeSeconds <= 2.05, `out time ${last.outTimeSeconds}`);
+    assert.ok(last.speed === null || last.speed > 0);
+
+    const info = await probeMedia(join(dir, 'out.mp4'));
+    assert.equal(info.codec, 'h264');
+    assert.equal(info.width, 160);
+  });
+
+  test('a timeout stops the whole process group and is reported', { timeout: 60_000 }, async () => {
+    // A wrapper that leaves a child of its own in the group, then becomes ffmpeg.
+    const wrapper = join(dir, 'ffmpeg-with-child.sh');
+    await writeFile(wrapper, '#!/bin/sh\nsleep 1000 &\necho $! > child.pid\nexec ffmpeg "$@"\n');
+    await chmod(wrapper, 0o755);
+    const argv = ['-hide_banner', '-nostdin', '-nostats', '-progress', 'pipe:1', '-re', '-f', 'lavfi', '-i', 'testsrc', '-f', 'null', '-'];
+
+    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 1, ffmpegPath: wrapper });
+
+    assert.equal(result.timedOut, true);
+    assert.equal(result.aborted, false);
+    assert.ok(result.exitCode === 255 || result.signal === 'SIGKILL', `exit ${result.exitCode} ${result.signal}`);
+    const childPid = Number(await readFile(join(dir, 'child.pid'), 'utf8'));
+    assert.ok(await isGone(childPid), `child ${childPid} still running`);
+  });
+
+  test('whatever ffmpeg leaves in its group is killed when it exits', { timeout: 60_000 }, async () => {
+    // The left-over child holds stdout/stderr open: without the group kill the run would not end.
+    const wrapper = join(dir, 'ffmpeg-leaves-child.sh');
+    await writeFile(wrapper, '#!/bin/sh\nsleep 1000 &\necho $! > left.pid\nffmpeg "$@"\n');
+    await chmod(wrapper, 0o755);
+    const argv = ['-hide_banner', '-nostdin', '-f', 'lavfi', '-i', 'testsrc=duration=0.2', '-f', 'null', '-'];
+
+    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, ffmpegPath: wrapper });
+
+    assert.equal(result.exitCode, 0, result.stderrTail);
+    const leftPid = Number(await readFile(join(dir, 'left.pid'), 'utf8'));
+    assert.ok(await isGone(leftPid), `left-over ${leftPid} still running`);
+  });
+
+  test('an abort stops the run and is reported as aborted', { timeout: 60_000 }, async () => {
+    const controller = new AbortController();
+    const argv = ['-nostdin', '-nostats', '-progress', 'pipe:1', '-re', '-f', 'lavfi', '-i', 'testsrc', '-f', 'null', '-'];
+    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, signal: controller.signal, onProgress: () => controller.abort() });
+    assert.equal(result.aborted, true);
+    assert.equal(result.timedOut, false);
+    assert.equal(result.exitCode, 255);
+
+    const before = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, signal: AbortSignal.abort() });
+    assert.equal(before.aborted, true);
+    assert.equal(before.exitCode, null);
+  });
+
+  test('a failing command: exit code and the tail of ffmpeg\'s error text', async () => {
+    const result = await runFfmpeg({ argv: ['-hide_banner', '-nostdin', '-i', 'missing.mp4', 'out.mkv'], cwd: dir, timeoutSeconds: 60 });
+    assert.equal(result.exitCode, 1);
+    assert.equal(result.timedOut, false);
+    assert.match(result.stderrTail, /missing\.mp4: No such file or directory/);
+
+    const verbose = await runFfmpeg({
+      argv: ['-loglevel', 'debug', '-nostdin', '-f', 'lavfi', '-i', 'testsrc=duration=0.2', '-f', 'null', '-', '-i'],
+      cwd: dir,
+      timeoutSeconds: 60,
+      stderrTailBytes: 200,
+    });
+    assert.notEqual(verbose.exitCode, 0);
+    assert.ok(Buffer.byteLength(verbose.stderrTail) <= 200, `${Buffer.byteLength(verbose.stderrTail)} bytes kept`);
+    assert.match(verbose.stderrTail, /Argument 'i' provided as input filename, but '-' was already specified|missing argument/i);
+  });
+
+  test('the file size limit kills a run that writes too much', { timeout: 60_000 }, async () => {
+    const argv = ['-nostdin', '-y', '-f', 'lavfi', '-i', 'testsrc=duration=20', '-c:v', 'rawvideo', '-f', 'nut', 'big.nut'];
+    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, limits: { fileSizeBytes: 100_000, processes: 4096 } });
+    assert.equal(result.signal, 'SIGXFSZ');
+    assert.ok((await stat(join(dir, 'big.nut'))).size <= 100_000);
+  });
+
+  test('an ffmpeg that cannot start, or a run without a time limit, is an error', async () => {
+    await assert.rejects(runFfmpeg({ argv: ['-version'], cwd: dir, timeoutSeconds: 0 }), /timeoutSeconds must be positive/);
+    await assert.rejects(runFfmpeg({ argv: ['-version'], cwd: dir, timeoutSeconds: Number.NaN }), /timeoutSeconds must be positive/);
+    await assert.rejects(runFfmpeg({ argv: [], cwd: dir, timeoutSeconds: 5, ffmpegPath: join(dir, 'no-such-ffmpeg') }), /cannot start/);
+  });
+});
+
+describe('network namespace sandbox', () => {
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sandbox-test-'));
+  });
+
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Runs node -e that connects to 127.0.0.1:port; resolves with what it printed. */
+  function tryConnect(mode: 'none' | 'netns', port: number): Promise<string> {
+    const script = `require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); });`;
+    const { program, args } = wrapCommand(mode, process.execPath, ['-e', script]);
+    return new Promise((resolve, reject) => {
+      execFile(program, args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout.trim())));
+    });
+  }
+
+  test('ffmpeg in a network namespace still works with files; nothing there reaches the network', async (t) => {
+    const mode = await detectSandbox();
+    if (mode === 'none') {
+      t.skip('this host allows no network namespace');
+      return;
+    }
+    const server = createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      assert.equal(await tryConnect('none', port), 'connected');
+      assert.notEqual(await tryConnect('netns', port), 'connected');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+
+    const argv = buildFfmpegArgv(encodeCommand('testsrc=duration=0.5:size=64x48'), (alias) => `${alias}.mp4`, { threads: 1 });
+    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, sandbox: mode, limits: { fileSizeBytes: 10_000_000 } });
+    assert.equal(result.exitCode, 0, result.stderrTail);
+    assert.ok((await stat(join(dir, 'out.mp4'))).size > 0);
+  });
+});

@@ -1,0 +1,218 @@
+// Runs ffmpeg once: no shell, own process group, minimal environment, rlimits, optional sandbox,
+// wall-clock timeout, progress from `-progress pipe:1`, and only the tail of stderr kept.
+
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { wrapCommand, type SandboxMode } from './sandbox.ts';
+
+export interface FfmpegProgress {
+  outTimeSeconds: number;
+  speed: number | null; // 1.5 for "1.5x"
+  frame: number | null;
+}
+
+export interface FfmpegLimits {
+  fileSizeBytes?: number; // RLIMIT_FSIZE: a larger write kills ffmpeg with SIGXFSZ
+  addressSpaceBytes?: number; // RLIMIT_AS: virtual memory, thread stacks included
+  processes?: number; // RLIMIT_NPROC: counts every thread of the user, not only ffmpeg's
+}
+
+export interface FfmpegRunOptions {
+  argv: string[];
+  cwd: string;
+  timeoutSeconds: number;
+  ffmpegPath?: string; // default 'ffmpeg'
+  stderrTailBytes?: number; // default 4096: keep only the tail
+  onProgress?: (p: FfmpegProgress) => void;
+  limits?: FfmpegLimits; // applied with util-linux's prlimit
+  sandbox?: SandboxMode;
+  signal?: AbortSignal; // abort = kill like a timeout but report aborted
+  /** Time between SIGTERM and SIGKILL; default 2000 ms. */
+  killGraceMs?: number;
+}
+
+export interface FfmpegRunResult {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  aborted: boolean;
+  seconds: number;
+  stderrTail: string;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult> {
+  if (opts.signal?.aborted) {
+    return { exitCode: null, signal: null, timedOut: false, aborted: true, seconds: 0, stderrTail: '' };
+  }
+  if (!(opts.timeoutSeconds > 0)) throw new Error(`timeoutSeconds must be positive, got ${opts.timeoutSeconds}`);
+  const command = commandLine(opts);
+  const started = performance.now();
+  const child = spawn(command.program, command.args, {
+    cwd: opts.cwd,
+    detached: true, // own process group, so a timeout can kill everything ffmpeg started
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
+  });
+
+  const stderr = new TailBuffer(opts.stderrTailBytes ?? 4096);
+  const progress = new ProgressReader(opts.onProgress);
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => progress.push(chunk));
+
+  let timedOut = false;
+  let aborted = false;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const killGroup = (signal: NodeJS.Signals): void => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // ESRCH: the group is already gone.
+    }
+  };
+  const stop = (): void => {
+    if (graceTimer) return;
+    killGroup('SIGTERM');
+    graceTimer = setTimeout(() => killGroup('SIGKILL'), opts.killGraceMs ?? 2000);
+  };
+  const timeoutTimer = setTimeout(() => {
+    timedOut = true;
+    stop();
+  }, Math.min(opts.timeoutSeconds * 1000, MAX_TIMER_MS));
+  const onAbort = (): void => {
+    if (!timedOut) aborted = true;
+    stop();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+  try {
+    return await new Promise<FfmpegRunResult>((resolve, reject) => {
+      let exit: { code: number | null; signal: string | null } | undefined;
+      child.once('error', (err) => {
+        // Only a failure to start leaves no exit to wait for.
+        if (child.pid === undefined) reject(new Error(`cannot start ${command.program}: ${err.message}`));
+      });
+      child.once('exit', (code, signal) => {
+        exit = { code, signal };
+        // ffmpeg is gone; anything it left behind in its group goes too.
+        killGroup('SIGKILL');
+      });
+      // 'close' comes after 'exit' and after stdout/stderr are drained.
+      child.once('close', () => {
+        if (!exit) return;
+        progress.end();
+        resolve({
+          exitCode: exit.code,
+          signal: exit.signal,
+          timedOut,
+          aborted,
+          seconds: (performance.now() - started) / 1000,
+          stderrTail: stderr.text(),
+        });
+      });
+    });
+  } finally {
+    clearTimeout(timeoutTimer);
+    clearTimeout(graceTimer);
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** `[unshare ... --] [prlimit ... --] ffmpeg argv`; both helpers exec, keeping one pid. */
+function commandLine(opts: FfmpegRunOptions): { program: string; args: string[] } {
+  const ffmpeg = opts.ffmpegPath ?? 'ffmpeg';
+  const limitArgs = prlimitArgs(opts.limits ?? {});
+  const inner = limitArgs.length > 0 ? { program: 'prlimit', args: [...limitArgs, '--', ffmpeg, ...opts.argv] } : { program: ffmpeg, args: opts.argv };
+  return wrapCommand(opts.sandbox ?? 'none', inner.program, inner.args);
+}
+
+function prlimitArgs(limits: FfmpegLimits): string[] {
+  const args: string[] = [];
+  const add = (flag: string, value: number | undefined): void => {
+    if (value === undefined) return;
+    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`invalid limit ${flag}=${value}`);
+    args.push(`${flag}=${value}`); // one value sets both the soft and the hard limit
+  };
+  add('--fsize', limits.fileSizeBytes);
+  add('--as', limits.addressSpaceBytes);
+  add('--nproc', limits.processes);
+  return args;
+}
+
+/** Keeps the last `capacity` bytes written. */
+class TailBuffer {
+  private readonly capacity: number;
+  private data = Buffer.alloc(0);
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+
+  push(chunk: Buffer): void {
+    const joined = Buffer.concat([this.data, chunk]);
+    this.data = joined.length > this.capacity ? joined.subarray(joined.length - this.capacity) : joined;
+  }
+
+  text(): string {
+    return this.data.toString('utf8');
+  }
+}
+
+/**
+ * Reads ffmpeg's `-progress` report: blocks of key=value lines, each ended by
+ * `progress=continue` or `progress=end`. out_time_us and (despite its name) out_time_ms are both
+ * microseconds; speed looks like "1.5x" or "N/A".
+ */
+class ProgressReader {
+  private readonly onProgress: ((p: FfmpegProgress) => void) | undefined;
+  private partialLine = '';
+  private block = new Map<string, string>();
+
+  constructor(onProgress: ((p: FfmpegProgress) => void) | undefined) {
+    this.onProgress = onProgress;
+  }
+
+  push(chunk: string): void {
+    const lines = (this.partialLine + chunk).split('\n');
+    // ffmpeg's lines are short; a runaway line is dropped rather than buffered without end.
+    const last = lines.pop() ?? '';
+    this.partialLine = last.length > 4096 ? '' : last;
+    for (const line of lines) this.line(line.trim());
+  }
+
+  end(): void {
+    this.line(this.partialLine.trim());
+    this.partialLine = '';
+  }
+
+  private line(line: string): void {
+    const eq = line.indexOf('=');
+    if (eq <= 0) return;
+    const key = line.slice(0, eq);
+    const value = line.slice(eq + 1).trim();
+    if (key !== 'progress') {
+      this.block.set(key, value);
+      return;
+    }
+    const block = this.block;
+    this.block = new Map();
+    const micros = numberOrNull(block.get('out_time_us')) ?? numberOrNull(block.get('out_time_ms'));
+    if (micros === null || micros < 0 || !this.onProgress) return;
+    const speed = numberOrNull(block.get('speed')?.replace(/x$/, ''));
+    const frame = numberOrNull(block.get('frame'));
+    try {
+      this.onProgress({ outTimeSeconds: micros / 1e6, speed, frame });
+    } catch {
+      // Progress is advisory: a failing listener must not take the run (or the process) down.
+    }
+  }
+}
+
+function numberOrNull(value: string | undefined): number | null {
+  if (value === undefined || value === '' || value === 'N/A') return null;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : null;
+}

@@ -1,0 +1,310 @@
+// Downloads one input URL to a local file, refusing to reach non-public addresses (SSRF).
+//
+// Address checks happen at three points, because each one alone has a gap:
+// - IP-literal hosts are checked before connecting (Node skips `lookup` for them);
+// - host names go through a `lookup` that refuses the name if ANY resolved address is refused;
+// - the connected socket's actual remote address is checked before a single byte is written.
+// Redirects are followed by hand so every hop goes through all three again.
+// Connections are made by our own `createConnection` (no Agent), so no pooled socket is reused and
+// no proxy settings apply.
+import { randomUUID } from 'node:crypto';
+import { lookup as dnsLookup } from 'node:dns';
+import { createWriteStream } from 'node:fs';
+import { rename, unlink } from 'node:fs/promises';
+import http from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import type { Duplex } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import tls from 'node:tls';
+import { ErrorStatus } from '../commands/error-status.ts';
+import type { AddressPolicy } from './address-policy.ts';
+
+export class DownloadError extends Error {
+  errorStatus: ErrorStatus;
+  constructor(errorStatus: ErrorStatus, message: string) {
+    super(message);
+    this.name = 'DownloadError';
+    this.errorStatus = errorStatus;
+  }
+}
+
+export interface DownloadOptions {
+  /** INPUT_FILE_TOO_LARGE beyond this many bytes (declared Content-Length or bytes received). */
+  maxBytes: number;
+  /** Overall deadline, body included; UNREACHABLE_INPUT_FILE when it expires. */
+  timeoutMs: number;
+  /** null = a URL the service minted itself (its own storage): no address checks. */
+  policy: AddressPolicy | null;
+  /** Default 5. */
+  maxRedirects?: number;
+  /** Longest silence on the connection (connecting included); default min(timeoutMs, 30 s). */
+  idleTimeoutMs?: number;
+  /** Cancels the download; the promise then rejects with `signal.reason`, not a DownloadError. */
+  signal?: AbortSignal;
+}
+
+export interface DownloadResult {
+  bytes: number;
+  contentType: string | null;
+  /** The URL the body came from after redirects, query string included. */
+  finalUrl: string;
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Streams `url` into `destPath` (written under a temporary name in the same folder, then renamed;
+ * nothing is left behind on failure). Rejects with a DownloadError whose errorStatus is
+ * UNREACHABLE_INPUT_FILE (bad URL or scheme, credentials in the URL, DNS/connect/TLS failure, HTTP
+ * error status, too many redirects, timeout), FORBIDDEN_INPUT_ADDRESS or INPUT_FILE_TOO_LARGE.
+ * Messages show at most the URL's origin and path: query strings may hold signatures.
+ */
+export async function downloadToFile(url: string, destPath: string, opts: DownloadOptions): Promise<DownloadResult> {
+  const maxRedirects = opts.maxRedirects ?? 5;
+  const deadline = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  let target = parseTarget(url, 'URL');
+  try {
+    for (let redirects = 0; ; redirects++) {
+      const { request, response } = await openResponse(target, opts, signal);
+      const status = response.statusCode ?? 0;
+      const location = response.headers.location;
+      if (REDIRECT_STATUSES.has(status) && location) {
+        request.destroy();
+        if (redirects >= maxRedirects) {
+          throw unreachable(`GET ${describe(target)} redirected more than ${maxRedirects} times`);
+        }
+        target = parseTarget(resolveLocation(location, target), 'redirect target');
+        continue;
+      }
+      if (status < 200 || status > 299) {
+        request.destroy();
+        throw unreachable(`GET ${describe(target)} answered HTTP ${status}`);
+      }
+      const bytes = await saveBody(response, target, destPath, opts.maxBytes, signal);
+      return { bytes, contentType: response.headers['content-type'] ?? null, finalUrl: target.href };
+    }
+  } catch (error) {
+    throw explainFailure(error, target, opts, deadline);
+  }
+}
+
+function unreachable(message: string): DownloadError {
+  return new DownloadError(ErrorStatus.UNREACHABLE_INPUT_FILE, message);
+}
+
+/** What messages may show of a URL: never the query string, fragment or credentials. */
+function describe(target: URL): string {
+  return `${target.origin}${target.pathname}`;
+}
+
+function parseTarget(url: string, what: string): URL {
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    throw unreachable(`the ${what} is not a valid URL`);
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw unreachable(`unsupported scheme "${target.protocol}" in the ${what}: only http and https are fetched`);
+  }
+  // Credentials in URLs are refused rather than silently dropped or sent along.
+  if (target.username !== '' || target.password !== '') {
+    throw unreachable(`the ${what} ${describe(target)} holds user credentials, which are not supported`);
+  }
+  return target;
+}
+
+function resolveLocation(location: string, base: URL): string {
+  try {
+    return new URL(location, base).href;
+  } catch {
+    throw unreachable(`GET ${describe(base)} redirected to an invalid URL`);
+  }
+}
+
+function hostOf(target: URL): string {
+  return target.hostname.replace(/^\[|\]$/g, '');
+}
+
+function portOf(target: URL): number {
+  if (target.port !== '') return Number(target.port);
+  return target.protocol === 'https:' ? 443 : 80;
+}
+
+function forbidden(target: URL, reason: string): DownloadError {
+  return new DownloadError(ErrorStatus.FORBIDDEN_INPUT_ADDRESS, `GET ${describe(target)} refused: ${reason}`);
+}
+
+interface OpenResponse {
+  request: http.ClientRequest;
+  response: IncomingMessage;
+}
+
+function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): Promise<OpenResponse> {
+  const host = hostOf(target);
+  const port = portOf(target);
+  const { policy } = opts;
+  if (policy && net.isIP(host) !== 0 && !policy.isAllowed(host, port, host)) {
+    return Promise.reject(forbidden(target, `${host} is not a public address`));
+  }
+  const idleMs = opts.idleTimeoutMs ?? Math.min(opts.timeoutMs, 30_000);
+  return new Promise((resolve, reject) => {
+    let response: IncomingMessage | undefined;
+    const client = target.protocol === 'https:' ? https : http;
+    const request = client.request({
+      method: 'GET',
+      host,
+      port,
+      path: `${target.pathname}${target.search}`,
+      headers: { 'user-agent': 'ffmpeg-operator', accept: '*/*', 'accept-encoding': 'identity' },
+      signal,
+      createConnection: (_options, done) => {
+        connectChecked({ target, host, port, policy, idleMs, signal }, done);
+        return undefined;
+      },
+    });
+    request.setTimeout(idleMs, () => {
+      const error = unreachable(`GET ${describe(target)} timed out: no data for ${idleMs} ms`);
+      // Destroying the response first makes the body pipeline fail with this error, not 'aborted'.
+      response?.destroy(error);
+      request.destroy(error);
+    });
+    request.on('response', (incoming) => {
+      response = incoming;
+      resolve({ request, response: incoming });
+    });
+    request.on('error', reject); // `on`, not `once`: a later socket error must not go unhandled
+    request.end();
+  });
+}
+
+interface ConnectTarget {
+  target: URL;
+  host: string;
+  port: number;
+  policy: AddressPolicy | null;
+  idleMs: number;
+  signal: AbortSignal;
+}
+
+/**
+ * Opens the TCP connection, checks the peer's real address, and only then hands the socket (wrapped
+ * in TLS for https) to the HTTP client, so nothing is sent to a refused peer.
+ */
+function connectChecked(to: ConnectTarget, done: (error: Error | null, socket: Duplex) => void): void {
+  const { target, host, port, policy, idleMs, signal } = to;
+  const socket = net.connect({ host, port, ...(policy ? { lookup: checkedLookup(policy, target, host, port) } : {}) });
+  let settled = false;
+  const fail = (error: Error) => {
+    if (settled) return;
+    settled = true;
+    signal.removeEventListener('abort', onAbort);
+    socket.destroy();
+    done(error, socket);
+  };
+  const onAbort = () => fail(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+  const onIdle = () => fail(unreachable(`GET ${describe(target)} timed out: no connection after ${idleMs} ms`));
+  socket.on('error', fail); // stays: after hand-over it is a no-op beside the HTTP client's own listener
+  socket.setTimeout(idleMs, onIdle);
+  signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) return onAbort();
+  socket.once('connect', () => {
+    const remote = socket.remoteAddress ?? '';
+    if (policy && !policy.isAllowed(remote, socket.remotePort ?? port, host)) {
+      return fail(forbidden(target, `${host} connected to ${remote}, which is not a public address`));
+    }
+    settled = true;
+    signal.removeEventListener('abort', onAbort);
+    socket.setTimeout(0);
+    socket.off('timeout', onIdle);
+    if (target.protocol !== 'https:') return done(null, socket);
+    const secure = tls.connect({
+      socket,
+      host, // certificate identity is checked against this (names and IP literals alike)
+      ...(net.isIP(host) === 0 ? { servername: host } : {}),
+      ALPNProtocols: ['http/1.1'],
+    });
+    secure.on('error', () => {}); // the HTTP client attaches its own listener on the next tick
+    done(null, secure);
+  });
+}
+
+/** A `lookup` that refuses a host name when any of its addresses is refused by the policy. */
+function checkedLookup(policy: AddressPolicy, target: URL, host: string, port: number): net.LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { all: true, family: options.family ?? 0, hints: options.hints }, (error, addresses) => {
+      if (error) return callback(error, '');
+      const refused = addresses.find((entry) => !policy.isAllowed(entry.address, port, host));
+      if (refused) {
+        return callback(forbidden(target, `${host} resolves to ${refused.address}, which is not a public address`), '');
+      }
+      if (addresses.length === 0) return callback(unreachable(`${host} has no addresses`), '');
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+async function saveBody(
+  response: IncomingMessage,
+  target: URL,
+  destPath: string,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<number> {
+  const tooLarge = (size: string) =>
+    new DownloadError(
+      ErrorStatus.INPUT_FILE_TOO_LARGE,
+      `GET ${describe(target)}: the file is ${size}, above the limit of ${maxBytes} bytes`,
+    );
+  const lengthHeader = response.headers['content-length'];
+  const declared = lengthHeader === undefined ? NaN : Number(lengthHeader);
+  if (declared > maxBytes) {
+    response.destroy();
+    throw tooLarge(`${declared} bytes`);
+  }
+  let bytes = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) callback(tooLarge(`more than ${maxBytes} bytes`));
+      else callback(null, chunk);
+    },
+  });
+  // Same folder as the destination so the rename is atomic; 'wx' never follows an existing link.
+  const tempPath = path.join(path.dirname(destPath), `.${path.basename(destPath)}.${randomUUID()}.part`);
+  try {
+    await pipeline(response, counter, createWriteStream(tempPath, { flags: 'wx' }), { signal });
+    if (!Number.isNaN(declared) && bytes !== declared) {
+      throw unreachable(`GET ${describe(target)}: the body ended after ${bytes} of ${declared} bytes`);
+    }
+    await rename(tempPath, destPath);
+    return bytes;
+  } catch (error) {
+    await unlink(tempPath).catch(() => {});
+    throw error;
+  }
+}
+
+function explainFailure(error: unknown, target: URL, opts: DownloadOptions, deadline: AbortSignal): unknown {
+  if (error instanceof DownloadError) return error;
+  if (opts.signal?.aborted) return opts.signal.reason;
+  if (deadline.aborted) return unreachable(`GET ${describe(target)} timed out after ${opts.timeoutMs} ms`);
+  return unreachable(`GET ${describe(target)} failed: ${causeOf(error)}`);
+}
+
+function causeOf(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) {
+    return error.errors.map(causeOf).join('; ');
+  }
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}

@@ -1,0 +1,294 @@
+// Behaviour every Storage backend must show, checked only through the Storage interface and plain
+// fetch() on the URLs it returns. A backend's test file calls storageContract() with a factory.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import type { Storage } from './storage.ts';
+import { StorageNotFound } from './storage.ts';
+
+export interface ContractBackend {
+  storage: Storage;
+  /** Origin (and path prefix) every URL the storage hands out starts with. */
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+export interface ContractContext {
+  /** Milliseconds since the epoch. The backend must sign (and, if it can, verify) URLs with it. */
+  clock: () => number;
+}
+
+export interface ContractOptions {
+  /** publicUrl() of a key outside public/ answers 403. Default true. */
+  refusesPublicUrlOfPrivateKey?: boolean;
+}
+
+export function storageContract(
+  name: string,
+  make: (context: ContractContext) => Promise<ContractBackend>,
+  options: ContractOptions = {},
+): void {
+  describe(`storage contract: ${name}`, () => {
+    let clockOffsetMs = 0;
+    let backend: ContractBackend;
+    let storage: Storage;
+    let scratchDir: string;
+
+    before(async () => {
+      backend = await make({ clock: () => Date.now() + clockOffsetMs });
+      storage = backend.storage;
+      scratchDir = await mkdtemp(join(tmpdir(), 'storage-contract-'));
+    });
+    after(async () => {
+      await backend?.close();
+      if (scratchDir) await rm(scratchDir, { recursive: true, force: true });
+    });
+
+    /** A fresh folder per test, so tests never see each other's objects. */
+    const prefix = (): string => `contract/${randomUUID()}`;
+
+    async function putBytes(key: string, data: Buffer, contentType = 'application/octet-stream'): Promise<void> {
+      await storage.put(key, inChunks(data, 7919), { size: data.length, contentType });
+    }
+
+    test('put, stat and read return exactly the stored bytes', async () => {
+      const key = `${prefix()}/clip.mp4`;
+      const data = randomBytes(200_000);
+      await putBytes(key, data, 'video/mp4');
+      assert.deepEqual(await storage.stat(key), { size: data.length, contentType: 'video/mp4' });
+      assert.deepEqual(await readAll(await storage.read(key)), data);
+    });
+
+    test('an empty object can be stored and read', async () => {
+      const key = `${prefix()}/empty.txt`;
+      await putBytes(key, Buffer.alloc(0), 'text/plain');
+      assert.equal((await storage.stat(key))?.size, 0);
+      assert.equal((await readAll(await storage.read(key))).length, 0);
+    });
+
+    test('put replaces an existing object', async () => {
+      const key = `${prefix()}/out.bin`;
+      await putBytes(key, Buffer.from('first version'));
+      await putBytes(key, Buffer.from('v2'), 'text/plain');
+      assert.deepEqual(await storage.stat(key), { size: 2, contentType: 'text/plain' });
+      assert.equal((await readAll(await storage.read(key))).toString(), 'v2');
+    });
+
+    test('put with a body shorter or longer than size is rejected and stores nothing', async () => {
+      const key = `${prefix()}/wrong-size.bin`;
+      const data = randomBytes(1000);
+      await assert.rejects(storage.put(key, inChunks(data, 100), { size: 1001, contentType: 'application/octet-stream' }));
+      assert.equal(await storage.stat(key), null);
+      await assert.rejects(storage.put(key, inChunks(data, 100), { size: 999, contentType: 'application/octet-stream' }));
+      assert.equal(await storage.stat(key), null);
+    });
+
+    test('a failed put leaves the previous version in place', async () => {
+      const key = `${prefix()}/kept.bin`;
+      await putBytes(key, Buffer.from('original'));
+      await assert.rejects(storage.put(key, inChunks(randomBytes(50), 10), { size: 60, contentType: 'text/plain' }));
+      assert.equal((await readAll(await storage.read(key))).toString(), 'original');
+    });
+
+    test('putFile stores a local file and returns its size', async () => {
+      const key = `${prefix()}/from-file.wav`;
+      const data = randomBytes(12_345);
+      const path = join(scratchDir, `${randomUUID()}.wav`);
+      await writeFile(path, data);
+      assert.deepEqual(await storage.putFile(key, path, 'audio/wav'), { size: data.length });
+      assert.deepEqual(await storage.stat(key), { size: data.length, contentType: 'audio/wav' });
+      assert.deepEqual(await readAll(await storage.read(key)), data);
+    });
+
+    test('read with a range returns exactly those bytes, clamped to the end', async () => {
+      const key = `${prefix()}/ranged.bin`;
+      const data = randomBytes(10_000);
+      await putBytes(key, data);
+      assert.deepEqual(await readAll(await storage.read(key, { start: 0, end: 0 })), data.subarray(0, 1));
+      assert.deepEqual(await readAll(await storage.read(key, { start: 1234, end: 5678 })), data.subarray(1234, 5679));
+      assert.deepEqual(await readAll(await storage.read(key, { start: 9990, end: 20_000 })), data.subarray(9990));
+    });
+
+    test('stat of a missing object is null and read rejects with StorageNotFound', async () => {
+      const key = `${prefix()}/missing.mp4`;
+      assert.equal(await storage.stat(key), null);
+      await assert.rejects(storage.read(key), StorageNotFound);
+    });
+
+    test('delete removes an object; deleting a missing one is fine', async () => {
+      const key = `${prefix()}/gone.bin`;
+      await putBytes(key, Buffer.from('bye'));
+      await storage.delete(key);
+      assert.equal(await storage.stat(key), null);
+      await assert.rejects(storage.read(key), StorageNotFound);
+      await storage.delete(key);
+    });
+
+    test('deletePrefix removes every key starting with the prefix and nothing else', async () => {
+      const p = prefix();
+      const keys = [`${p}/x/1.bin`, `${p}/x/deep/2.bin`, `${p}/xy/3.bin`, `${p}/y/4.bin`, `${p}/z`];
+      for (const key of keys) await putBytes(key, Buffer.from(key));
+
+      await storage.deletePrefix(`${p}/x/`);
+      assert.equal(await storage.stat(`${p}/x/1.bin`), null);
+      assert.equal(await storage.stat(`${p}/x/deep/2.bin`), null);
+      assert.notEqual(await storage.stat(`${p}/xy/3.bin`), null);
+
+      // Plain string prefix, as in S3: 'x' also matches 'xy/...'.
+      await storage.deletePrefix(`${p}/x`);
+      assert.equal(await storage.stat(`${p}/xy/3.bin`), null);
+      assert.notEqual(await storage.stat(`${p}/y/4.bin`), null);
+
+      // 'z/' is a folder prefix: it does not match the object named 'z'.
+      await storage.deletePrefix(`${p}/z/`);
+      assert.notEqual(await storage.stat(`${p}/z`), null);
+
+      await storage.deletePrefix(`${p}/`);
+      assert.equal(await storage.stat(`${p}/y/4.bin`), null);
+      assert.equal(await storage.stat(`${p}/z`), null);
+    });
+
+    test('keys that could escape or are not plain relative paths are rejected by put', async () => {
+      const p = prefix();
+      const bad = [`${p}/../escape.bin`, '../escape.bin', `/${p}/abs.bin`, `${p}\\win.bin`, `${p}//double.bin`,
+        `${p}/./dot.bin`, `${p}/nul\u0000.bin`, `${p}/new\nline.bin`, `${p}/`, '', `${p}/${'a'.repeat(2000)}`];
+      for (const key of bad) {
+        await assert.rejects(
+          storage.put(key, Readable.from([Buffer.from('x')]), { size: 1, contentType: 'text/plain' }),
+          `put accepted ${JSON.stringify(key)}`,
+        );
+      }
+    });
+
+    test('presignPut gives a URL that accepts one HTTP PUT of the object', async () => {
+      const key = `${prefix()}/upload.mp4`;
+      const data = randomBytes(50_000);
+      const url = await storage.presignPut(key, 600);
+      assert.ok(url.startsWith(backend.baseUrl), url);
+      const res = await fetch(url, { method: 'PUT', body: data, headers: { 'Content-Type': 'video/mp4' } });
+      await res.arrayBuffer();
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('etag'), `"${createHash('md5').update(data).digest('hex')}"`);
+      assert.deepEqual(await storage.stat(key), { size: data.length, contentType: 'video/mp4' });
+      assert.deepEqual(await readAll(await storage.read(key)), data);
+    });
+
+    test('presignGet gives a URL that serves the bytes and honours Range', async () => {
+      const key = `${prefix()}/my clip é+1.mp4`;
+      const data = randomBytes(30_000);
+      await putBytes(key, data, 'video/mp4');
+      const url = await storage.presignGet(key, 600);
+      assert.ok(url.startsWith(backend.baseUrl), url);
+      // The spec wants the file name at the end of every URL.
+      assert.ok(new URL(url).pathname.endsWith(`/${encodeURIComponent('my clip é+1.mp4')}`), url);
+
+      const full = await fetch(url);
+      assert.equal(full.status, 200);
+      assert.equal(full.headers.get('content-type'), 'video/mp4');
+      assert.equal(full.headers.get('content-length'), String(data.length));
+      assert.deepEqual(Buffer.from(await full.arrayBuffer()), data);
+
+      const part = await fetch(url, { headers: { Range: 'bytes=100-199' } });
+      assert.equal(part.status, 206);
+      assert.equal(part.headers.get('content-range'), `bytes 100-199/${data.length}`);
+      assert.deepEqual(Buffer.from(await part.arrayBuffer()), data.subarray(100, 200));
+    });
+
+    test('publicUrl of a public/ key serves without a signature', async () => {
+      const key = `public/${randomUUID()}/poster.png`;
+      const data = randomBytes(4096);
+      await putBytes(key, data, 'image/png');
+      const url = storage.publicUrl(key);
+      assert.ok(url.startsWith(backend.baseUrl), url);
+      const res = await fetch(url);
+      assert.equal(res.status, 200);
+      assert.deepEqual(Buffer.from(await res.arrayBuffer()), data);
+    });
+
+    if (options.refusesPublicUrlOfPrivateKey ?? true) {
+      test('publicUrl of a key outside public/ is refused', async () => {
+        const key = `${prefix()}/private.mp4`;
+        await putBytes(key, Buffer.from('secret'), 'video/mp4');
+        const res = await fetch(storage.publicUrl(key));
+        await res.arrayBuffer();
+        assert.equal(res.status, 403);
+      });
+    }
+
+    test('expired presigned URLs are refused', async () => {
+      const key = `${prefix()}/expired.mp4`;
+      await putBytes(key, Buffer.from('old news'));
+      clockOffsetMs = -2 * 3600_000;
+      let getUrl: string;
+      let putUrl: string;
+      try {
+        getUrl = await storage.presignGet(key, 60);
+        putUrl = await storage.presignPut(`${key}.new`, 60);
+      } finally {
+        clockOffsetMs = 0;
+      }
+      const get = await fetch(getUrl);
+      await get.arrayBuffer();
+      assert.equal(get.status, 403);
+      const put = await fetch(putUrl, { method: 'PUT', body: Buffer.from('late') });
+      await put.arrayBuffer();
+      assert.equal(put.status, 403);
+      assert.equal(await storage.stat(`${key}.new`), null);
+    });
+
+    test('a presigned URL with a tampered signature or another key is refused', async () => {
+      const p = prefix();
+      await putBytes(`${p}/a.bin`, Buffer.from('file a'));
+      await putBytes(`${p}/b.bin`, Buffer.from('file b'));
+      const url = new URL(await storage.presignGet(`${p}/a.bin`, 600));
+
+      const signatureParam = [...url.searchParams.keys()].find((k) => /signature/i.test(k));
+      assert.ok(signatureParam, `no signature parameter in ${url}`);
+      const tampered = new URL(url);
+      const signature = url.searchParams.get(signatureParam) as string;
+      tampered.searchParams.set(signatureParam, flipLastHexDigit(signature));
+      const res1 = await fetch(tampered);
+      await res1.arrayBuffer();
+      assert.equal(res1.status, 403);
+
+      const otherKey = new URL(url);
+      otherKey.pathname = otherKey.pathname.replace(/a\.bin$/, 'b.bin');
+      const res2 = await fetch(otherKey);
+      await res2.arrayBuffer();
+      assert.equal(res2.status, 403);
+
+      const untouched = await fetch(url);
+      assert.equal(Buffer.from(await untouched.arrayBuffer()).toString(), 'file a');
+    });
+
+    test('a presigned GET URL cannot be used to PUT', async () => {
+      const key = `${prefix()}/readonly.bin`;
+      await putBytes(key, Buffer.from('keep me'));
+      const res = await fetch(await storage.presignGet(key, 600), { method: 'PUT', body: Buffer.from('overwrite') });
+      await res.arrayBuffer();
+      assert.equal(res.status, 403);
+      assert.equal((await readAll(await storage.read(key))).toString(), 'keep me');
+    });
+  });
+}
+
+export function inChunks(data: Buffer, chunkSize: number): Readable {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < data.length; i += chunkSize) chunks.push(data.subarray(i, i + chunkSize));
+  return Readable.from(chunks);
+}
+
+export async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function flipLastHexDigit(hex: string): string {
+  const last = hex.slice(-1).toLowerCase();
+  return hex.slice(0, -1) + (last === '0' ? '1' : '0');
+}

@@ -1,0 +1,341 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { request } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
+import { inChunks, readAll, storageContract } from './contract.ts';
+import { LocalStorage } from './local-storage.ts';
+
+const SIGNING_KEY = 'test-signing-key-0123456789abcdef';
+
+interface LocalFixture {
+  storage: LocalStorage;
+  root: string;
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+/** A LocalStorage in a temp folder, served by the storage routes on a real socket. */
+async function startLocal(opts: { clock?: () => number; maxUploadBytes?: number } = {}): Promise<LocalFixture> {
+  const root = await mkdtemp(join(tmpdir(), 'local-storage-'));
+  let app: Hono | undefined;
+  const server = serve({ fetch: (req, env) => app!.fetch(req, env), port: 0, hostname: '127.0.0.1' }) as Server;
+  if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const storage = new LocalStorage({ root, publicBaseUrl: baseUrl, signingKey: SIGNING_KEY, clock: opts.clock });
+  app = new Hono();
+  app.route('/', storageFilesRoutes(storage, { maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024 }));
+  return {
+    storage,
+    root,
+    baseUrl,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+storageContract('local folder', ({ clock }) => startLocal({ clock }));
+
+/** A PUT through node:http, so the test controls framing headers exactly. */
+function rawPut(url: string, body: Buffer, headers: Record<string, string>, chunked = false) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(url, { method: 'PUT', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    if (chunked) req.write(body);
+    req.end(chunked ? undefined : body);
+  });
+}
+
+describe('local storage over HTTP', () => {
+  let fx: LocalFixture;
+  before(async () => {
+    fx = await startLocal();
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  const data = Buffer.from('0123456789');
+  async function stored(key: string, contentType = 'video/mp4'): Promise<string> {
+    await fx.storage.put(key, inChunks(data, 3), { size: data.length, contentType });
+    return fx.storage.presignGet(key, 600);
+  }
+
+  test('ranges: suffix, open-ended, clamped, and several ranges served whole', async () => {
+    const url = await stored('ranges/ten.bin');
+    const cases: Array<[string, number, string | null, string]> = [
+      ['bytes=-3', 206, 'bytes 7-9/10', '789'],
+      ['bytes=5-', 206, 'bytes 5-9/10', '56789'],
+      ['bytes=8-100', 206, 'bytes 8-9/10', '89'],
+      ['bytes=-100', 206, 'bytes 0-9/10', '0123456789'],
+      ['bytes=0-1,4-5', 200, null, '0123456789'],
+      ['items=0-1', 200, null, '0123456789'],
+      ['bytes=5-3', 200, null, '0123456789'],
+    ];
+    for (const [range, status, contentRange, body] of cases) {
+      const res = await fetch(url, { headers: { Range: range } });
+      assert.equal(res.status, status, range);
+      assert.equal(res.headers.get('content-range'), contentRange, range);
+      assert.equal(await res.text(), body, range);
+    }
+  });
+
+  test('an unsatisfiable range answers 416 with the size', async () => {
+    const url = await stored('ranges/small.bin');
+    for (const range of ['bytes=10-', 'bytes=1000-2000', 'bytes=-0']) {
+      const res = await fetch(url, { headers: { Range: range } });
+      assert.equal(res.status, 416, range);
+      assert.equal(res.headers.get('content-range'), 'bytes */10');
+      assert.equal(typeof (await res.json()).detail, 'string');
+    }
+  });
+
+  test('HEAD answers the headers of GET without a body', async () => {
+    const url = await stored('head/file.mp4');
+    const res = await fetch(url, { method: 'HEAD' });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-length'), '10');
+    assert.equal(res.headers.get('content-type'), 'video/mp4');
+    assert.equal(res.headers.get('accept-ranges'), 'bytes');
+    assert.equal(await res.text(), '');
+    const ranged = await fetch(url, { method: 'HEAD', headers: { Range: 'bytes=2-5' } });
+    assert.equal(ranged.status, 206);
+    assert.equal(ranged.headers.get('content-length'), '4');
+    assert.equal(ranged.headers.get('content-range'), 'bytes 2-5/10');
+    const refused = await fetch(fx.storage.publicUrl('head/file.mp4'), { method: 'HEAD' });
+    assert.equal(refused.status, 403);
+  });
+
+  test('Content-Type comes from the sidecar written at put, not from the extension', async () => {
+    const url = await stored('types/clip.mp4', 'application/x-custom; charset=binary');
+    const res = await fetch(url);
+    await res.arrayBuffer();
+    assert.equal(res.headers.get('content-type'), 'application/x-custom; charset=binary');
+    const sidecar = JSON.parse(await readFile(join(fx.root, 'meta', 'types', 'clip.mp4'), 'utf8'));
+    assert.equal(sidecar.contentType, 'application/x-custom; charset=binary');
+    assert.equal((await fx.storage.stat('types/clip.mp4'))?.contentType, 'application/x-custom; charset=binary');
+  });
+
+  test('served files carry safety, caching and naming headers', async () => {
+    const signed = await fetch(await stored('headers/été clip.mp4'));
+    await signed.arrayBuffer();
+    assert.equal(signed.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(signed.headers.get('cache-control'), 'private, no-store');
+    assert.equal(signed.headers.get('content-security-policy'), 'sandbox');
+    assert.equal(
+      signed.headers.get('content-disposition'),
+      `inline; filename="_t_ clip.mp4"; filename*=UTF-8''%C3%A9t%C3%A9%20clip.mp4`,
+    );
+    assert.match(signed.headers.get('etag') ?? '', /^"[0-9a-f]+-[0-9a-f]+"$/);
+
+    await stored('public/headers/page.html', 'text/html');
+    const pub = await fetch(fx.storage.publicUrl('public/headers/page.html'));
+    await pub.arrayBuffer();
+    assert.equal(pub.status, 200);
+    assert.match(pub.headers.get('cache-control') ?? '', /^public, max-age=\d+$/);
+    assert.equal(pub.headers.get('content-security-policy'), 'sandbox');
+  });
+
+  test('the ETag changes when the object is replaced', async () => {
+    const url = await stored('etag/file.bin');
+    const first = (await fetch(url, { method: 'HEAD' })).headers.get('etag');
+    await fx.storage.put('etag/file.bin', inChunks(data, 4), { size: data.length, contentType: 'text/plain' });
+    const second = (await fetch(url, { method: 'HEAD' })).headers.get('etag');
+    assert.ok(first && second);
+    assert.notEqual(first, second);
+  });
+
+  test('refusals and misses answer JSON {detail}; unsigned misses do not reveal existence', async () => {
+    const missingSigned = await fetch(await fx.storage.presignGet('nothing/here.mp4', 600));
+    assert.equal(missingSigned.status, 404);
+    assert.equal(typeof (await missingSigned.json()).detail, 'string');
+
+    const missingUnsigned = await fetch(fx.storage.publicUrl('nothing/here.mp4'));
+    assert.equal(missingUnsigned.status, 403);
+    assert.equal(typeof (await missingUnsigned.json()).detail, 'string');
+
+    const missingPublic = await fetch(fx.storage.publicUrl('public/nothing.mp4'));
+    assert.equal(missingPublic.status, 404);
+    await missingPublic.arrayBuffer();
+  });
+
+  test('request paths that are not valid keys answer 400', async () => {
+    for (const path of ['/storage/a//b.mp4', '/storage/..%2F..%2Fetc%2Fpasswd', '/storage/a%5Cb.mp4',
+      '/storage/a%00b.mp4', '/storage/%E0%A4%A.mp4', '/storage/']) {
+      const res = await fetch(fx.baseUrl + path);
+      assert.equal(res.status, 400, path);
+      assert.equal(typeof (await res.json()).detail, 'string');
+    }
+  });
+
+  test('PUT stores the body with its Content-Type and answers the MD5 ETag', async () => {
+    const body = randomBytes(3000);
+    const url = await fx.storage.presignPut('uploads/out.webm', 600);
+    const res = await rawPut(url, body, { 'Content-Length': String(body.length), 'Content-Type': 'video/webm' });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await fx.storage.stat('uploads/out.webm'), { size: 3000, contentType: 'video/webm' });
+    const check = await fetch(await fx.storage.presignGet('uploads/out.webm', 600));
+    assert.deepEqual(Buffer.from(await check.arrayBuffer()), body);
+    assert.notEqual(check.headers.get('etag'), `"${createHash('md5').update(body).digest('hex')}"`); // GET's is size+mtime
+  });
+
+  test('PUT without Content-Type guesses it from the extension', async () => {
+    const url = await fx.storage.presignPut('uploads/guess.mp3', 600);
+    const res = await rawPut(url, Buffer.from('id3'), { 'Content-Length': '3' });
+    assert.equal(res.status, 200);
+    assert.equal((await fx.storage.stat('uploads/guess.mp3'))?.contentType, 'audio/mpeg');
+  });
+
+  test('PUT without Content-Length answers 411 and stores nothing', async () => {
+    const url = await fx.storage.presignPut('uploads/chunked.bin', 600);
+    const res = await rawPut(url, Buffer.from('streamed'), { 'Transfer-Encoding': 'chunked' }, true);
+    assert.equal(res.status, 411);
+    assert.equal(typeof JSON.parse(res.body).detail, 'string');
+    assert.equal(await fx.storage.stat('uploads/chunked.bin'), null);
+  });
+
+  test('PUT to a public/ key still needs a signed PUT URL', async () => {
+    const res = await rawPut(fx.storage.publicUrl('public/sneaky.mp4'), Buffer.from('x'), { 'Content-Length': '1' });
+    assert.equal(res.status, 403);
+    assert.equal(typeof JSON.parse(res.body).detail, 'string');
+    assert.equal(await fx.storage.stat('public/sneaky.mp4'), null);
+  });
+
+  test('PUT onto a key whose folder is an existing file answers 409', async () => {
+    await stored('clash/file');
+    const url = await fx.storage.presignPut('clash/file/inner.bin', 600);
+    const res = await rawPut(url, Buffer.from('x'), { 'Content-Length': '1' });
+    assert.equal(res.status, 409);
+    assert.equal((await fx.storage.stat('clash/file'))?.size, 10);
+  });
+});
+
+describe('local storage: upload size cap', () => {
+  let fx: LocalFixture;
+  before(async () => {
+    fx = await startLocal({ maxUploadBytes: 100 });
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  test('PUT larger than the cap answers 413 and stores nothing; at the cap it is stored', async () => {
+    const over = await rawPut(await fx.storage.presignPut('cap/big.bin', 600), randomBytes(101), { 'Content-Length': '101' });
+    assert.equal(over.status, 413);
+    assert.equal(await fx.storage.stat('cap/big.bin'), null);
+    const at = await rawPut(await fx.storage.presignPut('cap/ok.bin', 600), randomBytes(100), { 'Content-Length': '100' });
+    assert.equal(at.status, 200);
+    assert.equal((await fx.storage.stat('cap/ok.bin'))?.size, 100);
+  });
+});
+
+describe('local storage: files on disk', () => {
+  let root: string;
+  let storage: LocalStorage;
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), 'local-storage-disk-'));
+    storage = new LocalStorage({ root, publicBaseUrl: 'http://files.test/', signingKey: SIGNING_KEY });
+  });
+  after(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  test('objects live under objects/<key> and failed puts leave no temp files', async () => {
+    await storage.put('disk/a.bin', inChunks(Buffer.from('abc'), 1), { size: 3, contentType: 'text/plain' });
+    assert.equal(await readFile(join(root, 'objects', 'disk', 'a.bin'), 'utf8'), 'abc');
+    await assert.rejects(storage.put('disk/b.bin', inChunks(Buffer.from('abc'), 1), { size: 4, contentType: 'text/plain' }));
+    await assert.rejects(storage.put('disk/b.bin', failingStream(Buffer.from('partial')), { size: 100, contentType: 'text/plain' }));
+    assert.deepEqual(await readdir(join(root, 'tmp')), []);
+    await assert.rejects(stat(join(root, 'objects', 'disk', 'b.bin')), { code: 'ENOENT' });
+  });
+
+  test('a replace that fails mid-stream keeps the old bytes (atomic replace)', async () => {
+    await storage.put('disk/atomic.bin', inChunks(Buffer.from('old bytes'), 2), { size: 9, contentType: 'text/plain' });
+    await assert.rejects(storage.put('disk/atomic.bin', failingStream(Buffer.from('new')), { size: 9, contentType: 'text/plain' }));
+    assert.equal((await readAll(await storage.read('disk/atomic.bin'))).toString(), 'old bytes');
+    assert.deepEqual(await storage.stat('disk/atomic.bin'), { size: 9, contentType: 'text/plain' });
+  });
+
+  test('a read in progress keeps seeing the old bytes while the key is replaced', async () => {
+    const oldBytes = randomBytes(4 * 1024 * 1024);
+    const newBytes = randomBytes(1000);
+    await storage.put('disk/live.bin', inChunks(oldBytes, 65536), { size: oldBytes.length, contentType: 'video/mp4' });
+    const reading = await storage.read('disk/live.bin');
+    const chunks: Buffer[] = [];
+    const iterator = reading[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    chunks.push(first.value as Buffer);
+    assert.ok(chunks[0].length < oldBytes.length, 'first chunk must not be the whole file');
+
+    await storage.put('disk/live.bin', inChunks(newBytes, 100), { size: newBytes.length, contentType: 'video/mp4' });
+    assert.deepEqual(await readAll(await storage.read('disk/live.bin')), newBytes);
+
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) chunks.push(next.value as Buffer);
+    assert.deepEqual(Buffer.concat(chunks), oldBytes);
+  });
+
+  test('delete and deletePrefix prune folders they leave empty', async () => {
+    await storage.put('prune/one/two/x.bin', inChunks(Buffer.from('x'), 1), { size: 1, contentType: 'text/plain' });
+    await storage.put('prune/keep.bin', inChunks(Buffer.from('k'), 1), { size: 1, contentType: 'text/plain' });
+    await storage.delete('prune/one/two/x.bin');
+    assert.deepEqual(await readdir(join(root, 'objects', 'prune')), ['keep.bin']);
+    assert.deepEqual(await readdir(join(root, 'meta', 'prune')), ['keep.bin']);
+    await storage.put('prune/sub/y.bin', inChunks(Buffer.from('y'), 1), { size: 1, contentType: 'text/plain' });
+    await storage.deletePrefix('prune/sub/');
+    assert.deepEqual(await readdir(join(root, 'objects', 'prune')), ['keep.bin']);
+  });
+
+  test('a key naming a folder of other keys is not an object', async () => {
+    await storage.put('folder/inside.bin', inChunks(Buffer.from('i'), 1), { size: 1, contentType: 'text/plain' });
+    assert.equal(await storage.stat('folder'), null);
+    await assert.rejects(storage.read('folder'), { name: 'StorageNotFound' });
+    await storage.delete('folder');
+    assert.equal((await storage.stat('folder/inside.bin'))?.size, 1);
+  });
+
+  test('deletePrefix refuses an empty prefix or one with ".." segments', async () => {
+    await assert.rejects(storage.deletePrefix(''));
+    await assert.rejects(storage.deletePrefix('../'));
+    await assert.rejects(storage.deletePrefix('a/../../'));
+    await assert.rejects(storage.deletePrefix('/abs'));
+  });
+
+  test('URLs: public URL encodes each segment; presign checks the ttl', async () => {
+    assert.equal(storage.publicUrl('public/a b/c#d?.mp4'), 'http://files.test/storage/public/a%20b/c%23d%3F.mp4');
+    assert.throws(() => storage.publicUrl('a/../b'));
+    for (const ttl of [0, -1, 1.5, 604801, Number.NaN]) {
+      await assert.rejects(storage.presignGet('a/b.mp4', ttl), RangeError, String(ttl));
+    }
+    const url = new URL(await storage.presignPut('a/b.mp4', 604800));
+    assert.match(url.searchParams.get('X-Signature') ?? '', /^[0-9a-f]{64}$/);
+  });
+
+  test('the constructor refuses a short signing key', () => {
+    assert.throws(() => new LocalStorage({ root, publicBaseUrl: 'http://x', signingKey: 'short' }));
+  });
+});
+
+/** Yields some bytes, then fails like a dropped upload. */
+function failingStream(prefix: Buffer): Readable {
+  return Readable.from(
+    (async function* () {
+      yield prefix;
+      throw new Error('connection reset');
+    })(),
+  );
+}

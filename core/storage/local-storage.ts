@@ -1,0 +1,388 @@
+// Local-folder storage backend (embedded mode). Layout under `root`:
+//   objects/<key>  the bytes
+//   meta/<key>     JSON sidecar {contentType}; mirrors the objects tree, so a key that cannot
+//                  exist in objects/ (file/folder clash) cannot clash in meta/ either
+//   tmp/           uploads in progress; renamed into place when complete (atomic replace)
+// It signs its own URLs (url-signing.ts); api/routes/storage-files.ts serves them.
+import { randomUUID } from 'node:crypto';
+import { constants, createReadStream } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { Transform } from 'node:stream';
+import type { Readable, TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ByteRange, ObjectInfo, Storage } from './storage.ts';
+import { StorageNotFound } from './storage.ts';
+import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
+import type { SignatureCheck, SignedMethod } from './url-signing.ts';
+
+export const MAX_KEY_BYTES = 1024;
+// Below NAME_MAX (255) so temp and sidecar names built from a segment stay valid too.
+export const MAX_KEY_SEGMENT_BYTES = 240;
+/** Same ceiling as S3 presigned URLs and the spec's presigned_ttl_seconds. */
+export const MAX_PRESIGN_TTL_SECONDS = 604800;
+/** Keys under this first segment are served to anyone without a signature. */
+export const PUBLIC_KEY_PREFIX = 'public/';
+
+export class InvalidStorageKey extends Error {
+  constructor(key: unknown, why: string) {
+    super(`invalid storage key ${JSON.stringify(key)}: ${why}`);
+    this.name = 'InvalidStorageKey';
+  }
+}
+
+/** The streamed body did not have the announced size; nothing was stored. */
+export class ObjectSizeMismatch extends Error {
+  constructor(expected: number, got: string) {
+    super(`object size mismatch: expected ${expected} bytes, got ${got}`);
+    this.name = 'ObjectSizeMismatch';
+  }
+}
+
+// Control characters would let a key shift fields in the signed string or split headers.
+const FORBIDDEN_KEY_CHARS = /[\u0000-\u001f\u007f\\]/;
+
+export function assertValidKey(key: string): void {
+  if (typeof key !== 'string' || key.length === 0) throw new InvalidStorageKey(key, 'empty');
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new InvalidStorageKey(key, 'too long');
+  if (FORBIDDEN_KEY_CHARS.test(key)) throw new InvalidStorageKey(key, 'control character or backslash');
+  for (const segment of key.split('/')) assertValidSegment(key, segment);
+}
+
+function assertValidSegment(key: string, segment: string): void {
+  // An empty first segment is a leading '/', i.e. an absolute path.
+  if (segment === '') throw new InvalidStorageKey(key, 'absolute or empty path segment');
+  if (segment === '.' || segment === '..') throw new InvalidStorageKey(key, "'.' or '..' segment");
+  if (Buffer.byteLength(segment) > MAX_KEY_SEGMENT_BYTES) throw new InvalidStorageKey(key, 'segment too long');
+}
+
+export function isPublicKey(key: string): boolean {
+  return key.startsWith(PUBLIC_KEY_PREFIX);
+}
+
+/** Each segment percent-encoded, so the URL path maps back to exactly this key. */
+export function encodeKeyForUrl(key: string): string {
+  return key.split('/').map(encodeURIComponent).join('/');
+}
+
+const CONTENT_TYPES_BY_EXTENSION: Record<string, string> = {
+  mp4: 'video/mp4', m4v: 'video/mp4', mov: 'video/quicktime', mkv: 'video/x-matroska',
+  webm: 'video/webm', avi: 'video/x-msvideo', ts: 'video/mp2t', mpg: 'video/mpeg', mpeg: 'video/mpeg',
+  flv: 'video/x-flv', '3gp': 'video/3gpp', ogv: 'video/ogg',
+  mp3: 'audio/mpeg', m4a: 'audio/mp4', aac: 'audio/aac', wav: 'audio/wav', flac: 'audio/flac',
+  ogg: 'audio/ogg', oga: 'audio/ogg', opus: 'audio/opus', weba: 'audio/webm',
+  jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp',
+  avif: 'image/avif', bmp: 'image/bmp', tif: 'image/tiff', tiff: 'image/tiff', svg: 'image/svg+xml',
+  srt: 'application/x-subrip', vtt: 'text/vtt', ass: 'text/x-ssa', ssa: 'text/x-ssa',
+  m3u8: 'application/vnd.apple.mpegurl', mpd: 'application/dash+xml',
+  txt: 'text/plain', json: 'application/json', zip: 'application/zip',
+};
+
+export function guessContentType(key: string): string {
+  const name = key.slice(key.lastIndexOf('/') + 1);
+  const dot = name.lastIndexOf('.');
+  const extension = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
+  return CONTENT_TYPES_BY_EXTENSION[extension] ?? 'application/octet-stream';
+}
+
+/** `type/subtype[; params]` in printable ASCII, or null: the value ends up in a response header. */
+export function normalizeContentType(value: string | null | undefined): string | null {
+  const trimmed = value?.trim() ?? '';
+  if (trimmed.length === 0 || trimmed.length > 255) return null;
+  if (!/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/.test(trimmed)) return null;
+  return trimmed;
+}
+
+export type Access =
+  | { allowed: true; visibility: 'public' | 'signed' }
+  | { allowed: false; detail: string };
+
+const REFUSAL_DETAILS: Record<Exclude<SignatureCheck, { ok: true }>['reason'], string> = {
+  missing: 'A valid signed URL is required for this file',
+  malformed: 'Malformed URL signature',
+  invalid: 'Invalid URL signature',
+  expired: 'The signed URL has expired',
+};
+
+/**
+ * An opened object: size and type are those of the bytes this handle reads, even if the key is
+ * replaced meanwhile. Call exactly one of stream() or close().
+ */
+export interface OpenObject {
+  size: number;
+  mtimeMs: number;
+  /** Quoted entity tag from size and nanosecond mtime; changes when the key is replaced. */
+  etag: string;
+  contentType: string;
+  /** Streams the bytes (inclusive range, already checked against size); closes the file at the end. */
+  stream(range?: ByteRange): Readable;
+  close(): Promise<void>;
+}
+
+export interface LocalStorageOptions {
+  root: string;
+  /** Origin (and optional path prefix) under which the app serves `/storage/...`. */
+  publicBaseUrl: string;
+  /** HMAC secret for URLs; use one dedicated to storage URLs. */
+  signingKey: string | Uint8Array;
+  /** Milliseconds since the epoch; injected by tests. */
+  clock?: () => number;
+}
+
+export class LocalStorage implements Storage {
+  readonly root: string;
+  readonly #objectsDir: string;
+  readonly #metaDir: string;
+  readonly #tmpDir: string;
+  readonly #publicBaseUrl: string;
+  readonly #signingKey: string | Uint8Array;
+  readonly #clock: () => number;
+
+  constructor(options: LocalStorageOptions) {
+    assertSigningKey(options.signingKey);
+    this.root = resolve(options.root);
+    this.#objectsDir = join(this.root, 'objects');
+    this.#metaDir = join(this.root, 'meta');
+    this.#tmpDir = join(this.root, 'tmp');
+    this.#publicBaseUrl = options.publicBaseUrl.replace(/\/+$/, '');
+    this.#signingKey = options.signingKey;
+    this.#clock = options.clock ?? Date.now;
+  }
+
+  async put(key: string, body: Readable, opts: { size: number; contentType: string }): Promise<void> {
+    assertValidKey(key);
+    if (!Number.isSafeInteger(opts.size) || opts.size < 0) throw new RangeError(`invalid size ${opts.size}`);
+    const contentType = normalizeContentType(opts.contentType);
+    if (contentType === null) throw new TypeError(`invalid content type ${JSON.stringify(opts.contentType)}`);
+
+    await mkdir(this.#tmpDir, { recursive: true });
+    const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
+    const tmpMeta = join(this.#tmpDir, `${randomUUID()}.meta`);
+    try {
+      // Opened before streaming so the file exists for the cleanup below, whatever fails.
+      const file = await open(tmpObject, 'wx');
+      await pipeline(body, exactSize(opts.size), file.createWriteStream({ flush: true }));
+      await writeFile(tmpMeta, JSON.stringify({ contentType }), { flag: 'wx' });
+      // Sidecar first: a new key becomes visible only once its bytes are in place.
+      await this.#moveInto(tmpMeta, join(this.#metaDir, key));
+      await this.#moveInto(tmpObject, join(this.#objectsDir, key));
+    } finally {
+      await rm(tmpObject, { force: true });
+      await rm(tmpMeta, { force: true });
+    }
+  }
+
+  async putFile(key: string, path: string, contentType: string): Promise<{ size: number }> {
+    const info = await stat(path);
+    if (!info.isFile()) throw new Error(`not a regular file: ${path}`);
+    await this.put(key, createReadStream(path), { size: info.size, contentType });
+    return { size: info.size };
+  }
+
+  async stat(key: string): Promise<ObjectInfo | null> {
+    assertValidKey(key);
+    let info;
+    try {
+      info = await stat(join(this.#objectsDir, key));
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+    if (!info.isFile()) return null;
+    return { size: info.size, contentType: await this.#readContentType(key) };
+  }
+
+  async read(key: string, range?: ByteRange): Promise<Readable> {
+    const object = await this.open(key);
+    if (object === null) throw new StorageNotFound(key);
+    if (range !== undefined && !isSatisfiable(range, object.size)) {
+      await object.close();
+      throw new RangeError(`range ${range.start}-${range.end} not satisfiable for size ${object.size}`);
+    }
+    return object.stream(range && { start: range.start, end: Math.min(range.end, object.size - 1) });
+  }
+
+  /** Opens an object for serving; null when missing. Holding the file keeps its bytes readable. */
+  async open(key: string): Promise<OpenObject | null> {
+    assertValidKey(key);
+    let handle: FileHandle;
+    try {
+      handle = await open(join(this.#objectsDir, key), constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') return null;
+      throw err;
+    }
+    try {
+      const info = await handle.stat({ bigint: true });
+      if (!info.isFile()) {
+        await handle.close();
+        return null;
+      }
+      const contentType = await this.#readContentType(key);
+      return {
+        size: Number(info.size),
+        mtimeMs: Number(info.mtimeMs),
+        etag: `"${info.size.toString(16)}-${info.mtimeNs.toString(16)}"`,
+        contentType,
+        stream: (range) => handle.createReadStream(range ? { start: range.start, end: range.end } : {}),
+        close: () => handle.close(),
+      };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    assertValidKey(key);
+    for (const base of [this.#objectsDir, this.#metaDir]) {
+      const path = join(base, key);
+      try {
+        await unlink(path);
+      } catch (err) {
+        // EISDIR: the key names a folder of other keys, not an object.
+        if (!isMissing(err) && (err as NodeJS.ErrnoException).code !== 'EISDIR') throw err;
+      }
+      await removeEmptyParents(base, dirname(path));
+    }
+  }
+
+  /** String-prefix semantics as in S3: 'a/b' removes 'a/b', 'a/b.mp4' and 'a/bc/d'. */
+  async deletePrefix(prefix: string): Promise<void> {
+    if (typeof prefix !== 'string' || prefix.length === 0) throw new InvalidStorageKey(prefix, 'empty prefix');
+    if (Buffer.byteLength(prefix) > MAX_KEY_BYTES) throw new InvalidStorageKey(prefix, 'too long');
+    if (FORBIDDEN_KEY_CHARS.test(prefix)) throw new InvalidStorageKey(prefix, 'control character or backslash');
+    const segments = prefix.split('/');
+    const partialName = segments.pop() as string;
+    for (const segment of segments) assertValidSegment(prefix, segment);
+
+    for (const base of [this.#objectsDir, this.#metaDir]) {
+      const dir = join(base, ...segments);
+      if (partialName === '') {
+        // 'a/b/' must not remove a file named 'a/b'.
+        if (await isDirectory(dir)) await rm(dir, { recursive: true, force: true });
+      } else {
+        for (const name of await listDir(dir)) {
+          if (name.startsWith(partialName)) await rm(join(dir, name), { recursive: true, force: true });
+        }
+      }
+      await removeEmptyParents(base, partialName === '' ? dirname(dir) : dir);
+    }
+  }
+
+  publicUrl(key: string): string {
+    assertValidKey(key);
+    return `${this.#publicBaseUrl}/storage/${encodeKeyForUrl(key)}`;
+  }
+
+  async presignGet(key: string, ttlSeconds: number): Promise<string> {
+    return this.#presign('GET', key, ttlSeconds);
+  }
+
+  async presignPut(key: string, ttlSeconds: number): Promise<string> {
+    return this.#presign('PUT', key, ttlSeconds);
+  }
+
+  /** Access rule for a request on `key`: public keys read freely, everything else needs a signature. */
+  authorize(method: SignedMethod, key: string, query: URLSearchParams): Access {
+    if (method === 'GET' && isPublicKey(key)) return { allowed: true, visibility: 'public' };
+    const check = checkSignedQuery(this.#signingKey, { method, key }, query, this.#nowSeconds());
+    if (check.ok) return { allowed: true, visibility: 'signed' };
+    return { allowed: false, detail: REFUSAL_DETAILS[check.reason] };
+  }
+
+  #presign(method: SignedMethod, key: string, ttlSeconds: number): string {
+    assertValidKey(key);
+    if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_PRESIGN_TTL_SECONDS) {
+      throw new RangeError(`presign ttl must be an integer in 1..${MAX_PRESIGN_TTL_SECONDS}, got ${ttlSeconds}`);
+    }
+    const expires = this.#nowSeconds() + ttlSeconds;
+    return `${this.publicUrl(key)}?${signedQuery(this.#signingKey, { method, key, expires })}`;
+  }
+
+  #nowSeconds(): number {
+    return Math.floor(this.#clock() / 1000);
+  }
+
+  async #readContentType(key: string): Promise<string> {
+    try {
+      const meta = JSON.parse(await readFile(join(this.#metaDir, key), 'utf8')) as { contentType?: unknown };
+      const type = normalizeContentType(typeof meta.contentType === 'string' ? meta.contentType : null);
+      if (type !== null) return type;
+    } catch {
+      // Missing or unreadable sidecar: fall back to the extension.
+    }
+    return guessContentType(key);
+  }
+
+  /** rename() with its folder created; retried because delete() may prune that folder concurrently. */
+  async #moveInto(from: string, to: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      await mkdir(dirname(to), { recursive: true });
+      try {
+        await rename(from, to);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 5) throw err;
+      }
+    }
+  }
+}
+
+function isSatisfiable(range: ByteRange, size: number): boolean {
+  return (
+    Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) &&
+    range.start >= 0 && range.start <= range.end && range.start < size
+  );
+}
+
+/** Passes bytes through and fails unless exactly `size` bytes went by. */
+function exactSize(size: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
+      seen += chunk.length;
+      if (seen > size) done(new ObjectSizeMismatch(size, `more than ${size}`));
+      else done(null, chunk);
+    },
+    flush(done: TransformCallback) {
+      done(seen === size ? null : new ObjectSizeMismatch(size, String(seen)));
+    },
+  });
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await lstat(path)).isDirectory();
+  } catch (err) {
+    if (isMissing(err)) return false;
+    throw err;
+  }
+}
+
+async function listDir(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (err) {
+    if (isMissing(err)) return [];
+    throw err;
+  }
+}
+
+/** Prunes folders left empty, from `dir` up to (not including) `base`. */
+async function removeEmptyParents(base: string, dir: string): Promise<void> {
+  while (dir !== base && dir.startsWith(base + '/')) {
+    try {
+      await rmdir(dir);
+    } catch {
+      return; // not empty, gone already, or raced with a put: stop here
+    }
+    dir = dirname(dir);
+  }
+}

@@ -1,0 +1,46 @@
+// Which QUEUED commands may start now. FIFO per account: a command that does not fit its account's
+// vCPU maximum blocks the account's later commands, so a stream of small commands cannot starve a
+// large one. The backend's capacity (embedded mode: the machine's cores) is shared by everyone.
+export interface AdmissionCandidate {
+  id: string;
+  accountId: string;
+  vcpuCount: number;
+}
+
+export interface AdmissionInput {
+  running: AdmissionCandidate[];
+  /** In arrival order. */
+  queued: AdmissionCandidate[];
+  maxVcpusOf: (accountId: string) => number;
+  /** null: no shared limit (a cluster scheduler decides). */
+  capacityVcpus: number | null;
+}
+
+export function admit(input: AdmissionInput): string[] {
+  const { capacityVcpus } = input;
+  // A command never needs more of the shared capacity than exists: 8 vCPUs on 2 cores runs on 2.
+  const capacityShare = (vcpus: number) => (capacityVcpus === null ? 0 : Math.min(vcpus, capacityVcpus));
+  const usedByAccount = new Map<string, number>();
+  let capacityUsed = 0;
+  for (const c of input.running) {
+    usedByAccount.set(c.accountId, (usedByAccount.get(c.accountId) ?? 0) + c.vcpuCount);
+    capacityUsed += capacityShare(c.vcpuCount);
+  }
+  const blocked = new Set<string>();
+  const admitted: string[] = [];
+  for (const c of input.queued) {
+    if (blocked.has(c.accountId)) continue;
+    const used = usedByAccount.get(c.accountId) ?? 0;
+    if (used + c.vcpuCount > input.maxVcpusOf(c.accountId)) {
+      blocked.add(c.accountId);
+      continue;
+    }
+    if (capacityVcpus !== null && capacityUsed + capacityShare(c.vcpuCount) > capacityVcpus) {
+      break; // the oldest waiting command gets the next free capacity, whoever owns it
+    }
+    usedByAccount.set(c.accountId, used + c.vcpuCount);
+    capacityUsed += capacityShare(c.vcpuCount);
+    admitted.push(c.id);
+  }
+  return admitted;
+}

@@ -1,0 +1,40 @@
+// How a command step runs: as a Kubernetes Job (cluster mode) or a child process (embedded mode).
+// The reconciler talks only to this interface; both backends pass operator/backends/contract.ts.
+import type { RunnerEvent, StepSpec } from '../../core/jobs/step-spec.ts';
+
+export interface JobRef {
+  /** Deterministic: the same command, step and attempt always give the same name. */
+  name: string;
+  commandId: string;
+  step: number;
+  attempt: number;
+}
+
+export interface JobRequest {
+  ref: JobRef;
+  spec: StepSpec;
+  vcpus: number;
+  /** Wall-clock limit for the whole step (downloads + ffmpeg + uploads), like activeDeadlineSeconds. */
+  deadlineSeconds: number;
+  accountId: string;
+}
+
+export type JobListener = (ref: JobRef, event: RunnerEvent) => void;
+
+export interface JobBackend {
+  /** Starts the job unless a job with that name exists already. */
+  ensureJob(request: JobRequest): Promise<void>;
+  /** Names of jobs that exist: running, or finished and not yet deleted. */
+  listJobNames(): Promise<Set<string>>;
+  /** Stops a job if it runs and forgets it. Unknown names are fine. */
+  deleteJob(name: string): Promise<void>;
+  /** Runner events (stages, progress, the final result) of every job. */
+  subscribe(listener: JobListener): void;
+  /** How many vCPUs this backend can run at once; null when a scheduler outside decides (Kubernetes). */
+  readonly capacityVcpus: number | null;
+  close(): Promise<void>;
+}
+
+export function jobName(commandId: string, step: number, attempt: number): string {
+  return `ffc-${commandId}-s${step}-a${attempt}`;
+}

@@ -1,0 +1,158 @@
+// Embedded mode's job backend: each job is a runner child process that gets its StepSpec on stdin
+// and reports RunnerEvents as JSON lines on stdout. Finished jobs are kept (like Kubernetes Jobs)
+// until the reconciler deletes them, so a result is never mistaken for a lost job.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
+import { ErrorStatus } from '../../core/commands/error-status.ts';
+import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
+
+const RUNNER_MAIN = fileURLToPath(new URL('../../runner-image/main.ts', import.meta.url));
+const STDERR_TAIL = 4096;
+const KILL_GRACE_MS = 5000;
+
+interface LocalJob {
+  ref: JobRef;
+  child: ChildProcess | null;
+  finished: boolean;
+  deadline: NodeJS.Timeout | null;
+}
+
+export interface LocalProcessBackendOptions {
+  logger: Logger;
+  /** Folder under which each runner makes its working folders. */
+  workRoot: string;
+  /** Defaults to the machine's cores. */
+  capacityVcpus?: number;
+  /** Extra environment for runners (e.g. FFMPEG_PATH). */
+  env?: Record<string, string>;
+}
+
+export class LocalProcessBackend implements JobBackend {
+  readonly capacityVcpus: number;
+  private readonly jobs = new Map<string, LocalJob>();
+  private readonly listeners: JobListener[] = [];
+  private readonly opts: LocalProcessBackendOptions;
+
+  constructor(opts: LocalProcessBackendOptions) {
+    this.opts = opts;
+    this.capacityVcpus = opts.capacityVcpus ?? availableParallelism();
+  }
+
+  subscribe(listener: JobListener): void {
+    this.listeners.push(listener);
+  }
+
+  async listJobNames(): Promise<Set<string>> {
+    return new Set(this.jobs.keys());
+  }
+
+  async ensureJob(request: JobRequest): Promise<void> {
+    if (this.jobs.has(request.ref.name)) return;
+    const job: LocalJob = { ref: request.ref, child: null, finished: false, deadline: null };
+    this.jobs.set(request.ref.name, job);
+    const log = this.opts.logger.child({ command_id: request.ref.commandId, job: request.ref.name });
+
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), RUNNER_MAIN], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true, // own process group, so a deadline can stop the runner and nothing else
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', FFOP_WORK_ROOT: this.opts.workRoot, ...this.opts.env },
+    });
+    job.child = child;
+    child.stdin!.on('error', () => {}); // a runner that dies early closes its stdin; the exit handler reports it
+    child.stdin!.end(JSON.stringify(request.spec));
+
+    let stderrTail = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderrTail = (stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+
+    let gotResult = false;
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      let event: RunnerEvent;
+      try {
+        event = JSON.parse(line) as RunnerEvent;
+      } catch {
+        log.warn({ line: line.slice(0, 200) }, 'runner printed a line that is not an event');
+        return;
+      }
+      if (event.type === 'result') gotResult = true;
+      this.emit(job, event);
+    });
+
+    job.deadline = setTimeout(() => {
+      log.warn({ deadline_seconds: request.deadlineSeconds }, 'runner passed its deadline, stopping it');
+      this.emit(job, {
+        type: 'result',
+        ok: false,
+        errorStatus: ErrorStatus.DEADLINE_EXCEEDED,
+        errorMessage: `the step ran longer than its deadline of ${request.deadlineSeconds} s (downloads, ffmpeg and uploads together) and was stopped`,
+        ffmpegSeconds: null,
+        inputBytes: 0,
+      });
+      gotResult = true;
+      stopProcessGroup(child);
+    }, request.deadlineSeconds * 1000);
+
+    child.on('error', (err) => log.error({ err }, 'runner could not start'));
+    child.on('close', (code, signal) => {
+      if (job.deadline) clearTimeout(job.deadline);
+      if (!gotResult) {
+        const detail = stderrTail.trim().split('\n').slice(-5).join('\n');
+        this.emit(job, {
+          type: 'result',
+          ok: false,
+          errorStatus: ErrorStatus.INTERNAL_ERROR,
+          errorMessage: `the runner exited (${signal ?? `code ${code}`}) without a result${detail ? `: ${detail}` : ''}`,
+          ffmpegSeconds: null,
+          inputBytes: 0,
+        });
+      }
+      job.finished = true;
+      job.child = null;
+    });
+  }
+
+  async deleteJob(name: string): Promise<void> {
+    const job = this.jobs.get(name);
+    if (!job) return;
+    this.jobs.delete(name);
+    if (job.deadline) clearTimeout(job.deadline);
+    if (job.child) stopProcessGroup(job.child);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.jobs.keys()].map((name) => this.deleteJob(name)));
+  }
+
+  private emit(job: LocalJob, event: RunnerEvent): void {
+    // After a deadline or deletion the job may still print; only its first result counts.
+    if (job.finished || !this.jobs.has(job.ref.name)) return;
+    if (event.type === 'result') job.finished = true;
+    for (const listener of this.listeners) listener(job.ref, event);
+  }
+}
+
+/** SIGTERM lets the runner stop ffmpeg's own process group; SIGKILL follows if it lingers. */
+function stopProcessGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const pid = child.pid;
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }, KILL_GRACE_MS);
+  timer.unref();
+  child.once('close', () => clearTimeout(timer));
+}

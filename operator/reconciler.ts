@@ -1,0 +1,207 @@
+// The one reconcile logic of both modes. Level-triggered: every pass compares what the database says
+// (QUEUED/PROCESSING commands) with the jobs that exist and closes the gap, so a restart at any moment
+// changes no outcome. Runner events are applied through the same serialised section.
+import type { Logger } from 'pino';
+import type { CommandRow, CommandsRepo, NewFileRow } from '../core/commands/commands-repo.ts';
+import { CommandStatus, FileStatus, StoreType } from '../core/commands/command-status.ts';
+import { ErrorStatus } from '../core/commands/error-status.ts';
+import type { RunnerEvent } from '../core/jobs/step-spec.ts';
+import { ProcessingStage } from '../core/jobs/step-spec.ts';
+import type { Storage } from '../core/storage/storage.ts';
+import { objectKey } from '../core/storage/object-keys.ts';
+import { admit } from './admission.ts';
+import { jobName, type JobBackend, type JobRef } from './backends/job-backend.ts';
+import { buildStepSpec, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
+
+export interface ReconcilerOptions {
+  commands: CommandsRepo;
+  backend: JobBackend;
+  storage: Storage;
+  logger: Logger;
+  limits: RunLimits;
+  /** Max vCPUs of an account's plan. */
+  maxVcpusOf: (accountId: string) => Promise<number>;
+  clock?: () => Date;
+  /** Times a step is started before an interrupted command is given up (FAILED, INTERRUPTED). */
+  maxAttempts?: number;
+  /** Safety-net pass interval; passes also run whenever something changes. */
+  resyncMs?: number;
+}
+
+export class Reconciler {
+  private readonly o: ReconcilerOptions;
+  private readonly clock: () => Date;
+  private queue: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private passPending = false;
+  private stopped = false;
+
+  constructor(o: ReconcilerOptions) {
+    this.o = o;
+    this.clock = o.clock ?? (() => new Date());
+    o.backend.subscribe((ref, event) => {
+      void this.serial(() => this.apply(ref, event));
+    });
+  }
+
+  start(): void {
+    this.kick();
+    this.timer = setInterval(() => this.kick(), this.o.resyncMs ?? 2000);
+    this.timer.unref();
+  }
+
+  /** Asks for a pass soon; many kicks before it runs make one pass. */
+  kick(): void {
+    if (this.passPending || this.stopped) return;
+    this.passPending = true;
+    void this.serial(async () => {
+      this.passPending = false;
+      await this.reconcileOnce();
+    });
+  }
+
+  /** Waits for queued work to finish, then stops taking more. Jobs keep their state in the backend. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.queue;
+  }
+
+  private serial(work: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(work).catch((err: unknown) => {
+      this.o.logger.error({ err }, 'reconcile step failed; the next pass retries');
+    });
+    this.queue = next;
+    return next;
+  }
+
+  async reconcileOnce(): Promise<void> {
+    const active = await this.o.commands.active();
+    const jobs = await this.o.backend.listJobNames();
+    const running = active.filter((c) => c.status === CommandStatus.PROCESSING);
+    for (const c of running) {
+      if (!jobs.has(jobName(c.id, c.currentStep, c.attempt))) await this.recoverLostJob(c);
+    }
+
+    const queued = active.filter((c) => c.status === CommandStatus.QUEUED);
+    if (queued.length === 0) return;
+    const maxByAccount = new Map<string, number>();
+    for (const c of active) {
+      if (!maxByAccount.has(c.accountId)) maxByAccount.set(c.accountId, await this.o.maxVcpusOf(c.accountId));
+    }
+    const stillRunning = (await this.o.commands.active()).filter((c) => c.status === CommandStatus.PROCESSING);
+    const admitted = admit({
+      running: stillRunning,
+      queued,
+      maxVcpusOf: (id) => maxByAccount.get(id) ?? 0,
+      capacityVcpus: this.o.backend.capacityVcpus,
+    });
+    for (const id of admitted) {
+      const c = queued.find((q) => q.id === id)!;
+      const patch = { status: CommandStatus.PROCESSING, startedAt: this.clock(), currentStep: 0, attempt: 1 };
+      await this.o.commands.update(c.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
+      this.log(c).info({ vcpu_count: c.vcpuCount }, 'command admitted');
+      await this.startStep({ ...c, ...patch });
+    }
+  }
+
+  /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
+  private async recoverLostJob(c: CommandRow): Promise<void> {
+    const maxAttempts = this.o.maxAttempts ?? 3;
+    if (c.attempt >= maxAttempts) {
+      await this.fail(c, ErrorStatus.INTERRUPTED, `the service stopped while this command ran, ${c.attempt} times; it was not tried again`);
+      return;
+    }
+    const attempt = c.attempt + 1;
+    this.log(c).warn({ step: c.currentStep, attempt }, 'job lost (service restarted?), running the step again');
+    await this.o.commands.update(c.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
+    await this.startStep({ ...c, attempt });
+  }
+
+  private async startStep(c: CommandRow): Promise<void> {
+    const ref: JobRef = { name: jobName(c.id, c.currentStep, c.attempt), commandId: c.id, step: c.currentStep, attempt: c.attempt };
+    try {
+      const spec = await buildStepSpec(c, c.currentStep, this.o.storage, this.o.limits);
+      await this.o.backend.ensureJob({ ref, spec, vcpus: c.vcpuCount, deadlineSeconds: stepDeadlineSeconds(c, this.o.limits), accountId: c.accountId });
+    } catch (err) {
+      await this.fail(c, ErrorStatus.INTERNAL_ERROR, `could not start step ${c.currentStep + 1}: ${(err as Error).message}`);
+    }
+  }
+
+  private async apply(ref: JobRef, event: RunnerEvent): Promise<void> {
+    const c = await this.o.commands.findById(ref.commandId);
+    // Events of an earlier attempt (or of a command that already ended) change nothing.
+    if (!c || c.status !== CommandStatus.PROCESSING || jobName(c.id, c.currentStep, c.attempt) !== ref.name) {
+      if (event.type === 'result') await this.o.backend.deleteJob(ref.name);
+      return;
+    }
+    if (event.type === 'stage') {
+      await this.o.commands.update(c.id, { processingStage: event.stage });
+      this.log(c).info({ step: c.currentStep, stage: event.stage }, 'stage');
+      return;
+    }
+    if (event.type === 'progress') return;
+
+    await this.o.backend.deleteJob(ref.name);
+    const ffmpegSeconds = c.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
+    if (!event.ok) {
+      const processedBytes = c.processedBytes + event.inputBytes;
+      await this.fail({ ...c, ffmpegSeconds, processedBytes }, event.errorStatus, event.errorMessage);
+      return;
+    }
+    const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
+    const processedBytes = c.processedBytes + event.inputBytes + outputBytes;
+    const files: NewFileRow[] = event.outputs.map((o) => {
+      const declared = c.outputs.find((d) => d.alias === o.alias)!;
+      return {
+        id: declared.fileId,
+        accountId: c.accountId,
+        environmentName: c.environmentName,
+        commandId: c.id,
+        alias: o.alias,
+        serviceStoreType: StoreType.OUTPUT,
+        status: FileStatus.STORED,
+        storageKey: objectKey({ isPrivate: c.isPrivate, accountId: c.accountId, fileId: declared.fileId, fileName: declared.fileName }),
+        fileName: declared.fileName,
+        originalFileUrl: declared.fileName,
+        isPrivate: c.isPrivate,
+        sizeBytes: o.size,
+        media: o.media,
+      };
+    });
+    const lastStep = c.currentStep >= c.steps.length - 1;
+    if (lastStep) {
+      await this.o.commands.completeStep(c.id, files, {
+        status: CommandStatus.SUCCESS,
+        processingStage: null,
+        finishedAt: this.clock(),
+        ffmpegSeconds,
+        processedBytes,
+      });
+      this.log(c).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
+      this.kick(); // its vCPUs are free for the next queued command
+      return;
+    }
+    const next = { currentStep: c.currentStep + 1, attempt: 1, ffmpegSeconds, processedBytes, processingStage: ProcessingStage.DOWNLOADING };
+    await this.o.commands.completeStep(c.id, files, next);
+    this.log(c).info({ step: next.currentStep }, 'step done, starting the next one');
+    await this.startStep({ ...c, ...next });
+  }
+
+  private async fail(c: CommandRow, errorStatus: string, errorMessage: string): Promise<void> {
+    await this.o.commands.update(c.id, {
+      status: CommandStatus.FAILED,
+      errorStatus,
+      errorMessage,
+      finishedAt: this.clock(),
+      ffmpegSeconds: c.ffmpegSeconds,
+      processedBytes: c.processedBytes,
+    });
+    this.log(c).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
+    this.kick();
+  }
+
+  private log(c: CommandRow): Logger {
+    return this.o.logger.child({ command_id: c.id });
+  }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what it needs, type-checks, runs unit tests, runs the database and
+# end-to-end suites once against PGlite and once against a real PostgreSQL it starts (and stops).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FFOP_NEED_POSTGRES=1 bash scripts/ensure-system-deps.sh
+bash scripts/ensure-npm-deps.sh
+
+echo "== typecheck"
+npx --no-install tsc --noEmit -p .
+
+pg_url=$(bash scripts/postgres.sh start)
+trap 'bash scripts/postgres.sh stop' EXIT
+
+# Unit tests need neither database; *.db.test.ts and e2e tests run against both.
+mapfile -t unit < <(find core api operator runner-image -name '*.test.ts' ! -name '*.db.test.ts' | sort)
+mapfile -t dbtests < <(find core api operator runner-image e2e -name '*.db.test.ts' | sort)
+run() { node --import tsx --test --test-concurrency="${FFOP_TEST_CONCURRENCY:-2}" "$@"; }
+
+status=0
+echo "== unit tests"
+run "${unit[@]}" || status=1
+echo "== database and end-to-end tests on PGlite"
+FFOP_TEST_DATABASE_URL=pglite:memory run "${dbtests[@]}" || status=1
+echo "== database and end-to-end tests on PostgreSQL"
+FFOP_TEST_DATABASE_URL=$pg_url run "${dbtests[@]}" || status=1
+exit $status
