@@ -4,6 +4,10 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../core/commands/commands-repo.ts';
+import type { FilesRepo } from '../core/files/files-repo.ts';
+import { Quotas } from '../core/accounts/quotas.ts';
+import { fileRoutes } from './routes/files.ts';
+import { rateLimit } from './rate-limit.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { requireApiKey, type AppEnv } from './auth.ts';
 import { commandRoutes } from './routes/commands.ts';
@@ -13,8 +17,12 @@ import { RequestInvalid } from './validation.ts';
 export interface AppDeps {
   accounts: AccountsRepo;
   commands: CommandsRepo;
+  files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
+  kickFileTasks: () => void;
+  /** Validity of upload part URLs (seconds, at most 7 days). */
+  uploadTtlSeconds: number;
   logger: Logger;
   clock?: () => Date;
   /** Serves stored files (local storage backend only). */
@@ -51,7 +59,13 @@ export function createApp(d: AppDeps): Hono {
     }),
   );
   api.use('/v1/*', requireApiKey(d.accounts));
-  api.route('/', commandRoutes({ commands: d.commands, storage: d.storage, dispatch: d.dispatch, clock }));
+  api.use('/v1/*', rateLimit(() => clock().getTime()));
+  const quotas = new Quotas(d.files, clock);
+  api.route('/', commandRoutes({ commands: d.commands, quotas, storage: d.storage, dispatch: d.dispatch, clock }));
+  api.route(
+    '/',
+    fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),
+  );
 
   app.route('/', docsRoutes(api));
   if (d.storageRoutes) app.route('/', d.storageRoutes);

@@ -9,9 +9,12 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../core/commands/commands-repo.ts';
+import { FilesRepo } from '../core/files/files-repo.ts';
+import { FileTasks } from '../operator/file-tasks.ts';
 import type { Config } from '../core/config.ts';
 import { openDatabase, type Database } from '../core/db/database.ts';
 import { LocalStorage } from '../core/storage/local-storage.ts';
+import type { Storage } from '../core/storage/storage.ts';
 import { LocalProcessBackend } from '../operator/backends/local-process-backend.ts';
 import { Reconciler } from '../operator/reconciler.ts';
 import { storageFilesRoutes } from './routes/storage-files.ts';
@@ -22,7 +25,10 @@ export interface EmbeddedService {
   database: Database;
   accounts: AccountsRepo;
   commands: CommandsRepo;
+  files: FilesRepo;
+  storage: Storage;
   reconciler: Reconciler;
+  fileTasks: FileTasks;
   /** Set on the very first start: the default account's key (printed once). */
   initialKey: string | null;
   close(): Promise<void>;
@@ -45,6 +51,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
   try {
     const accounts = new AccountsRepo(database.db);
     const commands = new CommandsRepo(database.db);
+    const files = new FilesRepo(database.db);
     const initialKey = await ensureDefaultAccount(accounts, config, logger);
     const storage = new LocalStorage({
       root: config.storageDir,
@@ -64,14 +71,27 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
         allow: config.allowAddresses,
         maxThreads: config.localMaxVcpus,
       },
+      workDir: config.workDir,
       maxVcpusOf: async (accountId) => (await accounts.getAccount(accountId))?.plan.maxVcpus ?? 0,
+    });
+    const fileTasks = new FileTasks({
+      files,
+      accounts,
+      storage,
+      logger,
+      workDir: config.workDir,
+      download: { maxBytes: config.downloadMaxBytes, timeoutSeconds: config.downloadTimeoutSeconds, allow: config.allowAddresses },
+      abandonedUploadSeconds: config.abandonedUploadSeconds,
     });
     const app = createApp({
       accounts,
       commands,
+      files,
       storage,
       logger,
       dispatch: () => reconciler.kick(),
+      kickFileTasks: () => fileTasks.kick(),
+      uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
       storageRoutes: storageFilesRoutes(storage),
       maxBodyBytes: config.maxBodyBytes,
       ready: async () => {
@@ -82,17 +102,22 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     handler = (req) => app.fetch(req);
     const url = publicUrl;
     reconciler.start();
+    await fileTasks.start();
     logger.info({ url, database: database.driver, data_dir: config.dataDir }, 'ffmpeg-operator started (embedded mode)');
     return {
       url,
       database,
       accounts,
       commands,
+      files,
+      storage,
       reconciler,
+      fileTasks,
       initialKey,
       close: async () => {
         await new Promise<void>((res) => server.close(() => res()));
         await reconciler.stop();
+        await fileTasks.stop();
         await backend.close();
         await database.close();
       },

@@ -16,6 +16,8 @@ export interface Config {
   downloadTimeoutSeconds: number;
   uploadAllowanceSeconds: number;
   localMaxVcpus: number;
+  /** Direct uploads neither completed nor aborted are cleaned up after this long (default 7 days). */
+  abandonedUploadSeconds: number;
   maxBodyBytes: number;
   logLevel: string;
   defaultAccount: string;
@@ -51,6 +53,7 @@ export function loadConfig(env: Env = process.env): Config {
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
     localMaxVcpus: num(env, 'FFOP_LOCAL_MAX_VCPUS', availableParallelism()),
+    abandonedUploadSeconds: num(env, 'FFOP_ABANDONED_UPLOAD_SECONDS', 7 * 86400),
     maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',
     defaultAccount: env.FFOP_DEFAULT_ACCOUNT ?? 'default',

@@ -11,7 +11,8 @@ import type { Storage } from '../core/storage/storage.ts';
 import { objectKey } from '../core/storage/object-keys.ts';
 import { admit } from './admission.ts';
 import { jobName, type JobBackend, type JobRef } from './backends/job-backend.ts';
-import { buildStepSpec, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
+import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
+import { unpackPlaylist } from './playlist-unpack.ts';
 
 export interface ReconcilerOptions {
   commands: CommandsRepo;
@@ -24,6 +25,8 @@ export interface ReconcilerOptions {
   clock?: () => Date;
   /** Times a step is started before an interrupted command is given up (FAILED, INTERRUPTED). */
   maxAttempts?: number;
+  /** Scratch space (unpacking playlists). */
+  workDir: string;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
 }
@@ -151,6 +154,17 @@ export class Reconciler {
     }
     const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
     const processedBytes = c.processedBytes + event.inputBytes + outputBytes;
+    for (const o of event.outputs) {
+      const declared = c.outputs.find((d) => d.alias === o.alias)!;
+      if (declared.kind !== 'playlist') continue;
+      try {
+        const key = objectKey({ isPrivate: c.isPrivate, accountId: c.accountId, fileId: declared.fileId, fileName: declared.fileName });
+        await unpackPlaylist(this.o.storage, playlistStagingKey(c.accountId, declared.fileId), key.slice(0, key.lastIndexOf('/') + 1), this.o.workDir);
+      } catch (err) {
+        await this.fail({ ...c, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, `could not store the playlist ${o.alias}: ${(err as Error).message}`);
+        return;
+      }
+    }
     const files: NewFileRow[] = event.outputs.map((o) => {
       const declared = c.outputs.find((d) => d.alias === o.alias)!;
       return {
@@ -166,6 +180,8 @@ export class Reconciler {
         originalFileUrl: declared.fileName,
         isPrivate: c.isPrivate,
         sizeBytes: o.size,
+        fileCount: o.fileCount ?? 1,
+        sizeCompressedBytes: o.compressedSize ?? null,
         media: o.media,
       };
     });

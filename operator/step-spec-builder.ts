@@ -4,6 +4,7 @@ import type { CommandRow } from '../core/commands/commands-repo.ts';
 import type { StepInput, StepOutput, StepSpec } from '../core/jobs/step-spec.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { objectKey } from '../core/storage/object-keys.ts';
+import { accountMayRead, storageKeyOfUrl } from './storage-inputs.ts';
 
 export interface RunLimits {
   downloadMaxBytes: number;
@@ -20,6 +21,11 @@ export function stepDeadlineSeconds(c: CommandRow, limits: RunLimits): number {
   return Math.ceil(limits.downloadTimeoutSeconds + c.maxCommandRunSeconds + limits.uploadAllowanceSeconds);
 }
 
+/** Where a runner puts a playlist's zip until the reconciler unpacks it next to the manifest. */
+export function playlistStagingKey(accountId: string, fileId: string): string {
+  return `staging/${accountId}/${fileId}/playlist.zip`;
+}
+
 export async function buildStepSpec(c: CommandRow, step: number, storage: Storage, limits: RunLimits): Promise<StepSpec> {
   const parsed = c.steps[step].command;
   const urlTtl = stepDeadlineSeconds(c, limits) + 600;
@@ -30,7 +36,12 @@ export async function buildStepSpec(c: CommandRow, step: number, storage: Storag
   for (const alias of parsed.inputAliases) {
     const external = c.inputs[alias];
     if (external !== undefined) {
-      inputs.push({ alias, url: external, source: 'external' });
+      const key = storageKeyOfUrl(storage, external);
+      if (key !== null && accountMayRead(key, c.accountId)) {
+        inputs.push({ alias, url: await storage.presignGet(key, urlTtl), source: 'storage' });
+      } else {
+        inputs.push({ alias, url: external, source: 'external' });
+      }
       continue;
     }
     const earlier = c.outputs.find((o) => o.alias === alias);
@@ -38,10 +49,21 @@ export async function buildStepSpec(c: CommandRow, step: number, storage: Storag
     inputs.push({ alias, url: await storage.presignGet(keyOf(earlier.fileId, earlier.fileName), urlTtl), source: 'storage' });
   }
 
+  // A folder output is written by the command's plain relative names, so it has no placeholder.
+  const produced = c.outputs.filter((o) => o.kind === 'folder' || parsed.outputAliases.includes(o.alias));
   const outputs: StepOutput[] = [];
-  for (const alias of parsed.outputAliases) {
-    const declared = c.outputs.find((o) => o.alias === alias)!;
-    outputs.push({ alias, fileName: declared.fileName, uploadUrl: await storage.presignPut(keyOf(declared.fileId, declared.fileName), urlTtl) });
+  for (const o of produced) {
+    const key = o.kind === 'playlist' ? playlistStagingKey(c.accountId, o.fileId) : keyOf(o.fileId, o.fileName);
+    outputs.push({ alias: o.alias, fileName: o.fileName, kind: o.kind, uploadUrl: await storage.presignPut(key, urlTtl) });
+  }
+
+  let archive: StepSpec['archive'];
+  if (c.inputArchiveUrl) {
+    const key = storageKeyOfUrl(storage, c.inputArchiveUrl);
+    archive =
+      key !== null && accountMayRead(key, c.accountId)
+        ? { url: await storage.presignGet(key, urlTtl), source: 'storage' }
+        : { url: c.inputArchiveUrl, source: 'external' };
   }
 
   return {
@@ -49,6 +71,7 @@ export async function buildStepSpec(c: CommandRow, step: number, storage: Storag
     step,
     command: parsed,
     inputs,
+    archive,
     outputs,
     threads: Math.max(1, Math.min(c.vcpuCount, limits.maxThreads)),
     timeoutSeconds: c.maxCommandRunSeconds,

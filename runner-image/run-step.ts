@@ -1,21 +1,16 @@
 // The runner: one command or chain step, in a fresh working folder.
 // DOWNLOADING -> PREPARING_INPUT_FILES -> FFMPEG_PROCESSING -> UPLOADING, then one result event.
-import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { ErrorStatus } from '../core/commands/error-status.ts';
-import type { OutputResult, RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
+import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { ProcessingStage } from '../core/jobs/step-spec.ts';
-import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { DownloadError, downloadToFile } from '../core/net/download.ts';
-import { fileNameFromUrl, safeLocalName } from '../core/net/file-name.ts';
 import { buildFfmpegArgv } from '../core/media/ffmpeg-args.ts';
 import { runFfmpeg } from '../core/media/run-ffmpeg.ts';
-import { probeMedia } from '../core/media/probe.ts';
-import { contentTypeForFileName } from '../core/media/mime.ts';
-import type { SandboxMode } from '../core/media/sandbox.ts';
-import type { MediaInfo } from '../core/media/media-info.ts';
+import { NOBODY_UID, type SandboxMode } from '../core/media/sandbox.ts';
+import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
+import { collectOutputs, listFiles } from './outputs.ts';
+import { StepFailure } from './step-failure.ts';
 
 export interface RunStepOptions {
   workRoot: string;
@@ -28,55 +23,32 @@ export interface RunStepOptions {
   maxOutputFileBytes?: number;
 }
 
-class StepFailure extends Error {
-  readonly errorStatus: ErrorStatus;
-  constructor(errorStatus: ErrorStatus, message: string) {
-    super(message);
-    this.errorStatus = errorStatus;
-  }
-}
-
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
   await mkdir(o.workRoot, { recursive: true });
-  const dir = await mkdtemp(join(o.workRoot, `step-`));
+  const dir = await mkdtemp(join(o.workRoot, 'step-'));
   let inputBytes = 0;
   let ffmpegSeconds: number | null = null;
   try {
     o.emit({ type: 'stage', stage: ProcessingStage.DOWNLOADING });
-    const localPaths = new Map<string, string>();
-    const policy = createAddressPolicy(spec.download.allow);
-    for (const input of spec.inputs) {
-      const name = fileNameFromUrl(input.url);
-      if (!name) {
-        throw new StepFailure(ErrorStatus.INVALID_INPUT_FILE_NAME, `input ${input.alias}: the URL ${redact(input.url)} does not end in a file name (e.g. .../video.mp4)`);
-      }
-      const relative = join('in', input.alias, safeLocalName(name));
-      await mkdir(join(dir, 'in', input.alias), { recursive: true });
-      try {
-        const result = await downloadToFile(input.url, join(dir, relative), {
-          maxBytes: spec.download.maxBytes,
-          timeoutMs: spec.download.timeoutSeconds * 1000,
-          policy: input.source === 'storage' ? null : policy,
-          signal: o.signal,
-        });
-        inputBytes += result.bytes;
-      } catch (err) {
-        if (err instanceof DownloadError) throw new StepFailure(err.errorStatus, `input ${input.alias}: ${err.message}`);
-        throw err;
-      }
-      localPaths.set(input.alias, relative);
-    }
+    const inputs = await downloadInputs(spec, dir, o.signal);
+    inputBytes = inputs.bytes;
 
     o.emit({ type: 'stage', stage: ProcessingStage.PREPARING_INPUT_FILES });
+    if (inputs.archivePath) await extractArchive(dir, inputs.archivePath, spec.download.maxBytes);
+    const paths = new Map(inputs.paths);
     for (const output of spec.outputs) {
-      await mkdir(join(dir, 'out', output.alias), { recursive: true });
-      localPaths.set(output.alias, join('out', output.alias, output.fileName));
+      if (output.kind === 'folder') continue;
+      await mkdir(join(dir, OUTPUT_DIR, output.alias), { recursive: true });
+      paths.set(output.alias, join(OUTPUT_DIR, output.alias, output.fileName));
     }
     const argv = buildFfmpegArgv(spec.command, (alias) => {
-      const path = localPaths.get(alias);
+      const path = paths.get(alias);
       if (!path) throw new Error(`no local file for ${alias}`);
       return path;
     }, { threads: spec.threads });
+    // What is there before ffmpeg runs is not "produced" (OUTPUT_FOLDER).
+    const before = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
+    if (o.sandbox === 'netns-nobody') await handOver(dir, NOBODY_UID);
 
     o.emit({ type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
     const run = await runFfmpeg({
@@ -100,19 +72,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     }
 
     o.emit({ type: 'stage', stage: ProcessingStage.UPLOADING });
-    const outputs: OutputResult[] = [];
-    for (const output of spec.outputs) {
-      const path = join(dir, localPaths.get(output.alias)!);
-      const size = await stat(path).then((s) => (s.isFile() ? s.size : 0), () => 0);
-      if (size === 0) {
-        throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, `ffmpeg finished but did not write ${output.alias} (${output.fileName}); check that the command writes to {{${output.alias}}}`);
-      }
-      const media = await probeMedia(path, { ffprobePath: o.ffprobePath }).catch(() => unknownMedia(output.fileName));
-      await upload(path, size, output.uploadUrl, media.mime_type ?? contentTypeForFileName(output.fileName), o.signal).catch((err: Error) => {
-        throw new StepFailure(ErrorStatus.OUTPUT_UPLOAD_FAILED, `could not store ${output.alias}: ${err.message}`);
-      });
-      outputs.push({ alias: output.alias, fileName: output.fileName, size, media });
-    }
+    const outputs = await collectOutputs(spec.outputs, dir, before, { signal: o.signal, ffprobePath: o.ffprobePath });
     o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs });
   } catch (err) {
     const failure =
@@ -123,38 +83,13 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
   }
 }
 
-async function upload(path: string, size: number, url: string, contentType: string, signal: AbortSignal): Promise<void> {
-  const body = Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
-  const res = await fetch(url, {
-    method: 'PUT',
-    body,
-    headers: { 'content-length': String(size), 'content-type': contentType },
-    signal,
-    duplex: 'half',
-  } as RequestInit);
-  if (!res.ok) throw new Error(`storage answered HTTP ${res.status}`);
-  await res.body?.cancel();
-}
-
-function unknownMedia(fileName: string): MediaInfo {
-  return {
-    file_type: 'other', file_format: null, codec: null, mime_type: contentTypeForFileName(fileName), duration: null,
-    width: null, height: null, frame_rate: null, is_varying_frame_rate: null, timebase: null, pixel_format: null,
-    bitrate_video_kb: null, bitrate_audio_kb: null, video_profile_level: null,
-  };
+/** Gives the working folder to the uid ffmpeg runs as (the runner, root, can still read everything). */
+async function handOver(dir: string, uid: number): Promise<void> {
+  for (const entry of await readdir(dir, { recursive: true })) await chown(join(dir, entry), uid, uid);
+  await chown(dir, uid, uid);
 }
 
 /** The last lines of ffmpeg's stderr: where it says what went wrong. */
 function lastLines(text: string): string {
   return text.trim().split('\n').slice(-8).join('\n').slice(-1500);
-}
-
-/** URLs in messages lose their query string: it may carry a signature. */
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return '(not a URL)';
-  }
 }

@@ -1,29 +1,20 @@
 // Command rows -> the spec's JSON records.
 import type { CommandListRow, CommandRow, FileRow } from '../../core/commands/commands-repo.ts';
-import { FileStatus } from '../../core/commands/command-status.ts';
+import { storageUrlOf } from '../files/serialize.ts';
+import { toMb } from '../units.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 
-const MB = 1_000_000;
 const round = (x: number, digits = 6) => Number(x.toFixed(digits));
-export const toMb = (bytes: number) => round(bytes / MB);
 
 function seconds(from: Date, to: Date): number {
   return round((to.getTime() - from.getTime()) / 1000, 3);
-}
-
-async function storageUrl(f: FileRow, storage: Storage, presignTtl: number | undefined): Promise<string> {
-  // Only stored, private, live files get a presigned URL; everything else keeps its plain URL.
-  if (presignTtl !== undefined && f.isPrivate && !f.isDeleted && f.status === FileStatus.STORED) {
-    return storage.presignGet(f.storageKey, presignTtl);
-  }
-  return storage.publicUrl(f.storageKey);
 }
 
 export async function outputFileEntry(f: FileRow, storage: Storage, presignTtl?: number) {
   const m = f.media;
   return {
     file_id: f.id,
-    storage_url: await storageUrl(f, storage, presignTtl),
+    storage_url: await storageUrlOf(f, storage, presignTtl),
     file_type: m?.file_type ?? null,
     file_format: m?.file_format ?? null,
     codec: m?.codec ?? null,
@@ -38,6 +29,9 @@ export async function outputFileEntry(f: FileRow, storage: Storage, presignTtl?:
     bitrate_video_kb: m?.bitrate_video_kb ?? null,
     bitrate_audio_kb: m?.bitrate_audio_kb ?? null,
     size_mbytes: f.sizeBytes === null ? null : toMb(f.sizeBytes),
+    // Playlists and OUTPUT_FOLDER hold several files; their zip's size is size_compressed_mbytes.
+    file_count: f.fileCount ?? 1,
+    size_compressed_mbytes: f.sizeCompressedBytes === null ? null : toMb(f.sizeCompressedBytes),
     is_deleted: f.isDeleted,
     is_private: f.isPrivate,
   };

@@ -6,7 +6,7 @@ import type { NewCommandRow, } from '../../core/commands/commands-repo.ts';
 import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
 import { parseFfmpegCommand } from '../../core/commands/parse.ts';
 import { CommandRejected, type ParsedCommand } from '../../core/commands/parsed-command.ts';
-import type { StoredStep } from '../../core/db/schema.ts';
+import type { DeclaredOutput, StoredStep } from '../../core/db/schema.ts';
 import { DEFAULT_VCPUS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
 import { invalid } from '../validation.ts';
 
@@ -14,7 +14,7 @@ export class PlanForbids extends Error {}
 
 interface Common {
   input_files?: Record<string, string> | null;
-  output_files: Record<string, string>;
+  output_files: Record<string, string> | 'OUTPUT_FOLDER';
   max_command_run_seconds: number;
   vcpu_count?: number;
   metadata?: Record<string, string | number | boolean> | null;
@@ -39,16 +39,32 @@ function checkPlan(caller: Caller, req: Common): number {
   return vcpus;
 }
 
-function parseStep(text: string, loc: (string | number)[], inputs: Set<string>, outputs: Set<string>, earlier: Set<string>): ParsedCommand {
+function parseStep(text: string, loc: (string | number)[], inputs: Set<string>, outputs: Set<string>, earlier: Set<string>, outputFolder = false): ParsedCommand {
   try {
-    return parseFfmpegCommand(text, { inputAliases: inputs, outputAliases: outputs, earlierOutputAliases: earlier });
+    return parseFfmpegCommand(text, { inputAliases: inputs, outputAliases: outputs, earlierOutputAliases: earlier, outputFolder });
   } catch (err) {
     if (err instanceof CommandRejected) throw invalid(loc, `Value error, ${err.message}`);
     throw err;
   }
 }
 
-function buildRow(caller: Caller, req: Common, type: string, steps: StoredStep[], originalRequest: Record<string, unknown>, vcpus: number): NewCommandRow {
+const PLAYLIST_ALIAS = /^out_playlist_/;
+export const OUTPUT_FOLDER_FILE_NAME = 'output_folder.zip';
+
+function declaredOutputs(outputFiles: Record<string, string> | 'OUTPUT_FOLDER'): DeclaredOutput[] {
+  if (outputFiles === 'OUTPUT_FOLDER') {
+    return [{ alias: 'OUTPUT_FOLDER', fileName: OUTPUT_FOLDER_FILE_NAME, fileId: randomUUID(), kind: 'folder' }];
+  }
+  return Object.entries(outputFiles).map(([alias, fileName]) => {
+    const playlist = PLAYLIST_ALIAS.test(alias);
+    if (playlist && !/\.(m3u8|mpd)$/i.test(fileName)) {
+      throw invalid(['body', 'output_files', alias], 'Value error, an out_playlist_ output names an HLS (.m3u8) or DASH (.mpd) manifest');
+    }
+    return { alias, fileName, fileId: randomUUID(), kind: playlist ? 'playlist' : 'file' };
+  });
+}
+
+function buildRow(caller: Caller, req: Common, type: string, steps: StoredStep[], originalRequest: Record<string, unknown>, vcpus: number, outputs: DeclaredOutput[]): NewCommandRow {
   return {
     id: randomUUID(),
     accountId: caller.account.id,
@@ -59,7 +75,7 @@ function buildRow(caller: Caller, req: Common, type: string, steps: StoredStep[]
     metadata: req.metadata ?? null,
     steps,
     inputs: req.input_files ?? {},
-    outputs: Object.entries(req.output_files).map(([alias, fileName]) => ({ alias, fileName, fileId: randomUUID() })),
+    outputs,
     vcpuCount: vcpus,
     maxCommandRunSeconds: req.max_command_run_seconds,
     isPrivate: req.is_private,
@@ -68,6 +84,7 @@ function buildRow(caller: Caller, req: Common, type: string, steps: StoredStep[]
 
 /** Declared outputs that no step writes would never appear: refuse them up front. */
 function checkOutputsUsed(req: Common, steps: ParsedCommand[], loc: (string | number)[]) {
+  if (req.output_files === 'OUTPUT_FOLDER') return;
   const produced = new Set(steps.flatMap((s) => s.outputAliases));
   const unused = Object.keys(req.output_files).filter((a) => !produced.has(a));
   if (unused.length > 0) {
@@ -76,27 +93,27 @@ function checkOutputsUsed(req: Common, steps: ParsedCommand[], loc: (string | nu
 }
 
 export function singleCommandRow(caller: Caller, req: RunCommandRequest): NewCommandRow {
-  if (req.output_files === 'OUTPUT_FOLDER') {
-    throw invalid(['body', 'output_files'], "Value error, 'OUTPUT_FOLDER' outputs are not supported by this server yet; declare each output file", 'value_error');
+  if (req.input_compressed_folder && req.input_files && Object.keys(req.input_files).length > 0) {
+    throw invalid(['body', 'input_compressed_folder'], 'Value error, give either input_files or input_compressed_folder, not both');
   }
-  if (req.input_compressed_folder) {
-    throw invalid(['body', 'input_compressed_folder'], 'Value error, input_compressed_folder is not supported by this server yet; use input_files', 'value_error');
-  }
-  const common = { ...req, output_files: req.output_files };
-  const vcpus = checkPlan(caller, common);
+  const vcpus = checkPlan(caller, req);
+  const folder = req.output_files === 'OUTPUT_FOLDER';
+  const outputs = declaredOutputs(req.output_files);
   const inputs = new Set(Object.keys(req.input_files ?? {}));
-  const outputs = new Set(Object.keys(req.output_files));
-  const parsed = parseStep(req.ffmpeg_command, ['body', 'ffmpeg_command'], inputs, outputs, new Set());
-  checkOutputsUsed(common, [parsed], ['body', 'output_files']);
+  const outputAliases = new Set(folder ? [] : outputs.map((o) => o.alias));
+  const parsed = parseStep(req.ffmpeg_command, ['body', 'ffmpeg_command'], inputs, outputAliases, new Set(), folder);
+  checkOutputsUsed(req, [parsed], ['body', 'output_files']);
   const original = {
     ffmpeg_command: req.ffmpeg_command,
     input_files: req.input_files ?? null,
+    ...(req.input_compressed_folder ? { input_compressed_folder: req.input_compressed_folder } : {}),
     output_files: req.output_files,
     max_command_run_seconds: req.max_command_run_seconds,
     vcpu_count: vcpus,
     ...(req.metadata ? { metadata: req.metadata } : {}),
   };
-  return buildRow(caller, common, CommandType.FFMPEG_COMMAND, [{ command: parsed }], original, vcpus);
+  const row = buildRow(caller, req, CommandType.FFMPEG_COMMAND, [{ command: parsed }], original, vcpus, outputs);
+  return { ...row, inputArchiveUrl: req.input_compressed_folder ?? null };
 }
 
 export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
@@ -114,6 +131,11 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
     for (const alias of parsed.outputAliases) {
       if (earlier.has(alias)) throw invalid(loc, `Value error, {{${alias}}} is already written by an earlier command of the chain`);
     }
+    for (const alias of parsed.inputAliases) {
+      if (PLAYLIST_ALIAS.test(alias) && earlier.has(alias)) {
+        throw invalid(loc, `Value error, the playlist {{${alias}}} cannot be an input of a later command; write a single file instead`);
+      }
+    }
     parsed.outputAliases.forEach((a) => earlier.add(a));
     steps.push(parsed);
   });
@@ -126,5 +148,5 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
     vcpu_count: vcpus,
     ...(req.metadata ? { metadata: req.metadata } : {}),
   };
-  return buildRow(caller, req, CommandType.FFMPEG_CHAINED_COMMANDS, steps.map((command) => ({ command })), original, vcpus);
+  return buildRow(caller, req, CommandType.FFMPEG_CHAINED_COMMANDS, steps.map((command) => ({ command })), original, vcpus, declaredOutputs(req.output_files));
 }

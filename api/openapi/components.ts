@@ -12,10 +12,14 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   INVALID_INPUT_FILE_NAME: 'An input URL does not end in a file name.',
   FORBIDDEN_INPUT_ADDRESS: 'An input URL resolves to a non-public address (loopback, private, link-local, ...).',
   INPUT_FILE_TOO_LARGE: 'An input is larger than the download size limit.',
+  INVALID_INPUT_ARCHIVE: 'input_compressed_folder is not a zip the service accepts (names outside the folder, symlinks, too many entries or bytes, a zip bomb).',
   FFMPEG_FAILED: "ffmpeg exited with an error; error_message holds the tail of ffmpeg's own error output.",
   FFMPEG_TIMEOUT: 'ffmpeg ran longer than max_command_run_seconds and was stopped.',
   OUTPUT_FILE_NOT_CREATED: 'ffmpeg succeeded but did not write a declared output file.',
   OUTPUT_UPLOAD_FAILED: 'An output could not be written to storage.',
+  UPLOAD_ABORTED: 'Files: a direct upload was aborted (abort-upload).',
+  UPLOAD_EXPIRED: 'Files: a direct upload was neither completed nor aborted in time and was cleaned up.',
+  STORAGE_QUOTA_EXCEEDED: "Files: storing the file would have exceeded the account's storage quota.",
   DEADLINE_EXCEEDED: 'The step as a whole (downloads, ffmpeg, uploads) passed its deadline.',
   INTERRUPTED: 'The service restarted while the command ran, too many times to try again.',
   INTERNAL_ERROR: 'An unexpected failure inside the service; error_message says what happened.',
@@ -45,6 +49,8 @@ export const outputFileEntrySchema = {
     bitrate_video_kb: num,
     bitrate_audio_kb: num,
     size_mbytes: num,
+    file_count: { type: 'integer', description: 'Files in a playlist or OUTPUT_FOLDER output (1 otherwise).' },
+    size_compressed_mbytes: { ...num, description: 'Size of the zip of an OUTPUT_FOLDER or playlist output.' },
     is_deleted: { type: 'boolean' },
     is_private: { type: 'boolean' },
   },
@@ -114,3 +120,34 @@ export const commonResponses = {
   422: json(validationErrorSchema, 'Validation error'),
 };
 export const responses = { json, detailString };
+
+export const storedFileSchema = {
+  type: 'object',
+  properties: {
+    file_id: { type: 'string', format: 'uuid' },
+    environment_name: { type: 'string' },
+    storage_url: { type: 'string', format: 'uri', description: 'Presigned only for stored private files when presigned_ttl_seconds is given.' },
+    status: { type: 'string', enum: ['QUEUED', 'DOWNLOADING', 'DOWNLOADED', 'UPLOADED', 'FAILED', 'STORED'] },
+    service_store_type: { type: 'string', enum: ['INPUT', 'OUTPUT', 'STORED_FILE'] },
+    error_status: { type: ['string', 'null'], description: errorStatusDescription },
+    external_error_message: strOrNull,
+    is_deleted: { type: 'boolean' },
+    size_mbytes: num,
+    file_count: int,
+    size_compressed_mbytes: num,
+    is_private: { type: 'boolean' },
+    original_file_url: strOrNull,
+    ...Object.fromEntries(Object.entries(outputFileEntrySchema.properties).filter(([k]) => !['file_id', 'storage_url', 'size_mbytes', 'file_count', 'size_compressed_mbytes', 'is_deleted', 'is_private'].includes(k))),
+    video_profile_level: strOrNull,
+    created_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+export const uploadSessionSchema = {
+  type: 'object',
+  properties: {
+    file_id: { type: 'string', format: 'uuid' },
+    part_size: { type: 'integer', description: 'Bytes of every part but the last, which is the remainder.' },
+    upload_urls: { type: 'array', items: { type: 'string', format: 'uri' }, description: 'Presigned PUT URL of part k at index k-1.' },
+  },
+};

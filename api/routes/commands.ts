@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { describeRoute, resolver } from 'hono-openapi';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import type { AppEnv } from '../auth.ts';
 import { chainRow, PlanForbids, singleCommandRow } from '../commands/submission.ts';
@@ -11,6 +12,7 @@ import { commandListItemSchema, commandRecordSchema, commonResponses, responses,
 
 export interface CommandRoutesDeps {
   commands: CommandsRepo;
+  quotas: Quotas;
   storage: Storage;
   /** Hands new work to the reconciler (embedded) or creates the FfmpegCommand (cluster). */
   dispatch: (commandId: string) => void;
@@ -19,7 +21,8 @@ export interface CommandRoutesDeps {
 
 const submitted = {
   200: responses.json(submissionSchema, 'Accepted: poll GET /v1/commands/{command_id}'),
-  403: responses.json(responses.detailString, 'Your plan does not allow this command (vCPUs, run time or private files)'),
+  403: responses.json(responses.detailString, 'Your plan does not allow this command (vCPUs, run time, private files) or a quota (processing, storage) is used up'),
+  429: responses.json(responses.detailString, 'Rate limit exceeded; see Retry-After'),
   ...commonResponses,
 };
 
@@ -59,8 +62,11 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     let row;
     try {
       row = build();
+      const account = c.get('caller').account;
+      await d.quotas.checkProcessing(account);
+      await d.quotas.checkStorage(account); // outputs need room
     } catch (err) {
-      if (err instanceof PlanForbids) return c.json({ detail: err.message }, 403);
+      if (err instanceof PlanForbids || err instanceof QuotaExceeded) return c.json({ detail: err.message }, 403);
       throw err;
     }
     await d.commands.insert(row);

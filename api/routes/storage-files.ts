@@ -1,6 +1,7 @@
 // Serves and receives the local-folder storage's files at /storage/<key> (mount the app at root).
 // GET/HEAD: public/... keys for anyone, other keys with a signed GET URL. PUT: signed PUT URL only,
 // answered S3-style (200, ETag = quoted MD5 hex) so runners use one client for S3 and local mode.
+// A PUT carrying uploadId and partNumber is a multipart part upload, and needs a signed part URL.
 import { createHash } from 'node:crypto';
 import type { Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -8,11 +9,15 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { Hono } from 'hono';
 import type { Context } from 'hono';
 import type { ByteRange } from '../../core/storage/storage.ts';
+import { MultipartError } from '../../core/storage/storage.ts';
+import { MAX_PART_BYTES } from '../../core/storage/multipart.ts';
 import {
   assertValidKey,
   guessContentType,
   normalizeContentType,
   ObjectSizeMismatch,
+  PART_NUMBER_PARAM,
+  UPLOAD_ID_PARAM,
 } from '../../core/storage/local-storage.ts';
 import type { LocalStorage } from '../../core/storage/local-storage.ts';
 
@@ -23,15 +28,24 @@ export const PUBLIC_CACHE_CONTROL = 'public, max-age=300';
 export const SIGNED_CACHE_CONTROL = 'private, no-store';
 
 export interface StorageFilesOptions {
+  /** Cap on a whole-object PUT. */
   maxUploadBytes?: number;
+  /** Cap on one multipart part; S3's 5 GiB by default. */
+  maxPartBytes?: number;
 }
 
 export function storageFilesRoutes(storage: LocalStorage, options: StorageFilesOptions = {}): Hono {
   const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+  const maxPartBytes = options.maxPartBytes ?? MAX_PART_BYTES;
   const app = new Hono();
   // Hono routes HEAD to GET handlers; serveObject looks at the real method to skip the body.
   app.get('/storage/*', (c) => serveObject(c, storage));
-  app.put('/storage/*', (c) => receiveObject(c, storage, maxUploadBytes));
+  app.put('/storage/*', (c) => {
+    const query = new URL(c.req.url).searchParams;
+    return query.has(UPLOAD_ID_PARAM) || query.has(PART_NUMBER_PARAM)
+      ? receivePart(c, storage, maxPartBytes)
+      : receiveObject(c, storage, maxUploadBytes);
+  });
   return app;
 }
 
@@ -87,20 +101,14 @@ async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: 
   const access = storage.authorize('PUT', key, url.searchParams);
   if (!access.allowed) return problem(c, 403, access.detail);
 
-  const lengthHeader = c.req.header('content-length');
-  if (lengthHeader === undefined || !/^[0-9]{1,16}$/.test(lengthHeader)) {
-    return problem(c, 411, 'Content-Length is required');
-  }
-  const size = Number(lengthHeader);
+  const size = contentLength(c);
+  if (size === null) return problem(c, 411, 'Content-Length is required');
   if (size > maxUploadBytes) return problem(c, 413, `File larger than ${maxUploadBytes} bytes`);
   const contentType = normalizeContentType(c.req.header('content-type')) ?? guessContentType(key);
 
   const md5 = createHash('md5');
-  const source = c.req.raw.body
-    ? Readable.fromWeb(c.req.raw.body as NodeReadableStream<Uint8Array>)
-    : Readable.from([]);
   try {
-    await storage.put(key, Readable.from(hashWhileReading(source, md5)), { size, contentType });
+    await storage.put(key, Readable.from(hashWhileReading(requestBody(c), md5)), { size, contentType });
   } catch (err) {
     if (err instanceof ObjectSizeMismatch) return problem(c, 400, 'Body length does not match Content-Length');
     const code = (err as NodeJS.ErrnoException).code;
@@ -110,6 +118,36 @@ async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: 
     throw err;
   }
   return c.body(null, 200, { ETag: `"${md5.digest('hex')}"`, 'Cache-Control': 'no-store' });
+}
+
+async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: number): Promise<Response> {
+  const url = new URL(c.req.url);
+  const key = keyFromPath(url.pathname);
+  if (key === null) return problem(c, 400, 'Invalid storage key');
+  const access = storage.authorizePart(key, url.searchParams);
+  if (!access.allowed) return problem(c, 403, access.detail);
+
+  const size = contentLength(c);
+  if (size === null) return problem(c, 411, 'Content-Length is required');
+  if (size > maxPartBytes) return problem(c, 413, `Part larger than ${maxPartBytes} bytes`);
+  try {
+    const md5 = await storage.receivePart(key, access.uploadId, access.partNumber, requestBody(c), size);
+    return c.body(null, 200, { ETag: `"${md5}"`, 'Cache-Control': 'no-store' });
+  } catch (err) {
+    if (err instanceof ObjectSizeMismatch) return problem(c, 400, 'Body length does not match Content-Length');
+    if (err instanceof MultipartError) return problem(c, 404, 'Upload not found');
+    throw err;
+  }
+}
+
+/** The declared body size; null when absent or malformed (chunked uploads are refused). */
+function contentLength(c: Context): number | null {
+  const header = c.req.header('content-length');
+  return header !== undefined && /^[0-9]{1,16}$/.test(header) ? Number(header) : null;
+}
+
+function requestBody(c: Context): Readable {
+  return c.req.raw.body ? Readable.fromWeb(c.req.raw.body as NodeReadableStream<Uint8Array>) : Readable.from([]);
 }
 
 async function* hashWhileReading(source: Readable, hash: Hash): AsyncGenerator<Buffer> {

@@ -9,6 +9,8 @@ export const ErrorStatus = {
   FORBIDDEN_INPUT_ADDRESS: 'FORBIDDEN_INPUT_ADDRESS',
   /** An input is larger than the configured download size limit. */
   INPUT_FILE_TOO_LARGE: 'INPUT_FILE_TOO_LARGE',
+  /** input_compressed_folder is not a zip the service accepts (traversal, symlinks, too big, a bomb). */
+  INVALID_INPUT_ARCHIVE: 'INVALID_INPUT_ARCHIVE',
   /** ffmpeg exited with a non-zero status; error_message carries the tail of its stderr. */
   FFMPEG_FAILED: 'FFMPEG_FAILED',
   /** ffmpeg ran longer than max_command_run_seconds and was killed. */
@@ -19,6 +21,12 @@ export const ErrorStatus = {
   OUTPUT_UPLOAD_FAILED: 'OUTPUT_UPLOAD_FAILED',
   /** A step as a whole (downloads, ffmpeg and uploads) ran past its deadline and was stopped. */
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
+  /** A direct upload was aborted by the client (abort-upload). */
+  UPLOAD_ABORTED: 'UPLOAD_ABORTED',
+  /** A direct upload was neither completed nor aborted in time and was cleaned up. */
+  UPLOAD_EXPIRED: 'UPLOAD_EXPIRED',
+  /** Storing the file would have exceeded the account's storage quota. */
+  STORAGE_QUOTA_EXCEEDED: 'STORAGE_QUOTA_EXCEEDED',
   /** The service restarted while the command ran, too many times to try again. */
   INTERRUPTED: 'INTERRUPTED',
   /** An unexpected failure inside the service; error_message says what happened. */

@@ -166,7 +166,7 @@ export function parseFiltergraph(text: string): FilterInstance[] {
 
 interface FilterRule {
   /** Options refused for this filter, with the reason shown to the user. */
-  refusedOptions?: Record<string, string>;
+  refusedOptions?: ReadonlyMap<string, string>;
   /**
    * How many leading keyless values are allowed (they map to options in declaration order, so the
    * first ones must be harmless). When set, keyless values after a `key=value` are refused too.
@@ -227,9 +227,9 @@ const ALLOWED_FILTER_NAMES = [
   'anullsrc', 'sine', 'anoisesrc', 'aevalsrc', 'sinc', 'hilbert',
 ];
 
-const SPECIAL_RULES: Record<string, FilterRule> = {
+const SPECIAL_RULES: ReadonlyMap<string, FilterRule> = new Map(Object.entries({
   drawtext: {
-    refusedOptions: { fontfile: 'it reads a font file', textfile: 'it reads a text file' },
+    refusedOptions: new Map([['fontfile', 'it reads a font file'], ['textfile', 'it reads a text file']]),
     maxPositional: 0, // the first positional value is fontfile
     checkOption: (key, value) =>
       key === 'font' && !/^[A-Za-z0-9 ._-]*$/.test(value)
@@ -237,16 +237,16 @@ const SPECIAL_RULES: Record<string, FilterRule> = {
         : undefined,
   },
   curves: {
-    refusedOptions: { psfile: 'it reads a file', plot: 'it writes a file' },
+    refusedOptions: new Map([['psfile', 'it reads a file'], ['plot', 'it writes a file']]),
     maxPositional: 1, // preset; psfile comes later in the option order
   },
   paletteuse: {
-    refusedOptions: { debug_kdtree: 'it writes a file' },
+    refusedOptions: new Map([['debug_kdtree', 'it writes a file']]),
     maxPositional: 5, // dither, bayer_scale, diff_mode, new, alpha_threshold; then debug_kdtree
   },
-};
+} satisfies Record<string, FilterRule>));
 
-const REFUSED_FILTERS: Record<string, string> = {
+const REFUSED_FILTERS: ReadonlyMap<string, string> = new Map(Object.entries({
   movie: 'it reads files',
   amovie: 'it reads files',
   subtitles: 'it reads files',
@@ -293,10 +293,10 @@ const REFUSED_FILTERS: Record<string, string> = {
   openclsrc: 'it loads kernels',
   realtime: 'it slows processing down on purpose',
   arealtime: 'it slows processing down on purpose',
-};
+}));
 
 const ALLOWED_FILTERS: ReadonlyMap<string, FilterRule> = new Map(
-  ALLOWED_FILTER_NAMES.map((name) => [name, SPECIAL_RULES[name] ?? NO_RULE]),
+  ALLOWED_FILTER_NAMES.map((name) => [name, SPECIAL_RULES.get(name) ?? NO_RULE]),
 );
 
 /** Names of the allowed filters (for tests and documentation). */
@@ -306,7 +306,7 @@ export function allowedFilterNames(): string[] {
 
 /** Options of allowed filters that are refused, by filter (for tests and documentation). */
 export function refusedFilterOptions(name: string): string[] {
-  return Object.keys(ALLOWED_FILTERS.get(name)?.refusedOptions ?? {});
+  return [...(ALLOWED_FILTERS.get(name)?.refusedOptions?.keys() ?? [])];
 }
 
 /** How many positional values a filter accepts (Infinity when unlimited). */
@@ -315,7 +315,8 @@ export function maxPositionalValues(name: string): number {
 }
 
 function refusalReason(name: string): string | undefined {
-  if (REFUSED_FILTERS[name]) return REFUSED_FILTERS[name];
+  const refused = REFUSED_FILTERS.get(name);
+  if (refused) return refused;
   if (name.startsWith('dnn_')) return 'it loads model files';
   if (/_(cuda|npp|opencl|vaapi|vulkan|qsv|videotoolbox)$/.test(name) || name.startsWith('hw')) {
     return 'it uses hardware devices';
@@ -367,12 +368,14 @@ function checkFilter(filter: FilterInstance, where: string): void {
         : `filter "${name}" in ${where} takes at most ${maxPositional} value(s) without a key; name the others as key=value`,
     );
   }
-  for (const [key, value] of Object.entries(filter.options)) {
+  // Every keyed value, repeats included: ffmpeg sets each one in turn.
+  for (const { key, value } of filter.args) {
+    if (key === undefined) continue;
     if (key.includes('/')) {
       // Newer ffmpeg reads the value of `/key=path` from a file.
       throw new CommandRejected(`option "${key}" of filter "${name}" in ${where} is not allowed (it reads a file)`);
     }
-    const refused = rule.refusedOptions?.[key];
+    const refused = rule.refusedOptions?.get(key);
     if (refused) {
       throw new CommandRejected(`option "${key}" of filter "${name}" in ${where} is not allowed (${refused})`);
     }

@@ -21,7 +21,9 @@ export type ValueKind =
   | 'plainName' // a file name without folders (ffmpeg puts it next to the output)
   | 'encoderParams' // key=value:key=value for x264/x265, keys checked
   | 'bsfList' // comma-separated bitstream filters, names checked
-  | 'patternType'; // image2 pattern_type
+  | 'patternType' // image2 pattern_type
+  | 'muxer' // a muxer for segments, checked like -f for outputs
+  | 'streamMap'; // hls var_stream_map: its names become file names, so no paths
 
 export interface OptionSpec {
   name: string;
@@ -61,7 +63,7 @@ const OPTION_LIST: OptionSpec[] = [
   ...options('output', 'bsfList', ['bsf']),
 
   // encoder AVOptions
-  ...options('file', 'text', ['crf', 'qp', 'preset', 'tune', 'level', 'g', 'keyint_min', 'sc_threshold', 'bf',
+  ...options('file', 'text', ['vb', 'crf', 'qp', 'preset', 'tune', 'level', 'g', 'keyint_min', 'sc_threshold', 'bf',
     'refs', 'threads', 'strict', 'flags', 'qmin', 'qmax', 'maxrate', 'minrate', 'bufsize', 'trellis', 'coder',
     'color_primaries', 'color_trc', 'colorspace', 'color_range', 'compression_level', 'lossless', 'quality',
     'speed', 'deadline', 'cpu-used', 'row-mt', 'tile-columns', 'tile-rows', 'lag-in-frames', 'auto-alt-ref',
@@ -78,9 +80,10 @@ const OPTION_LIST: OptionSpec[] = [
   ...options('output', 'text', ['movflags', 'brand', 'write_tmcd', 'frag_duration', 'min_frag_duration',
     'max_interleave_delta', 'id3v2_version', 'write_id3v1', 'write_xing', 'final_delay', 'update', 'frame_pts',
     'atomic_writing', 'hls_time', 'hls_init_time', 'hls_list_size', 'hls_delete_threshold', 'hls_playlist_type',
-    'hls_flags', 'hls_segment_type', 'hls_start_number_source', 'var_stream_map', 'seg_duration',
-    'segment_time', 'segment_times', 'segment_frames', 'segment_format', 'segment_list_type',
-    'segment_list_size', 'reset_timestamps']),
+    'hls_flags', 'hls_segment_type', 'hls_start_number_source', 'seg_duration', 'segment_time',
+    'segment_times', 'segment_frames', 'segment_list_type', 'segment_list_size', 'reset_timestamps']),
+  ...options('output', 'muxer', ['segment_format']),
+  ...options('output', 'streamMap', ['var_stream_map']),
   ...options('output', 'relativeFile', ['hls_segment_filename']),
   ...options('output', 'plainName', ['master_pl_name', 'hls_fmp4_init_filename']),
   ...options('output', 'outputFile', ['segment_list']),
@@ -101,8 +104,7 @@ export function optionFitsFile(spec: OptionSpec, file: 'input' | 'output'): bool
 }
 
 /** Options refused on purpose, with the reason shown to the user. */
-export const REFUSED_OPTIONS: Readonly<Record<string, string>> = {
-  i: 'it must be followed by an input file', // never reached: -i is handled by the parser
+export const REFUSED_OPTIONS: ReadonlyMap<string, string> = new Map(Object.entries({
   filter_script: 'it reads a file',
   filter_complex_script: 'it reads a file',
   attach: 'it reads a file',
@@ -142,7 +144,7 @@ export const REFUSED_OPTIONS: Readonly<Record<string, string>> = {
   headers: 'the service does not open network inputs',
   user_agent: 'the service does not open network inputs',
   listen: 'the service does not open network connections',
-};
+}));
 
 // Formats (-f). Names as `ffmpeg -muxers` / `-demuxers` print them.
 export const INPUT_FORMATS: ReadonlySet<string> = new Set([
@@ -162,7 +164,7 @@ export const OUTPUT_FORMATS: ReadonlySet<string> = new Set([
 ]);
 
 /** Why a known but refused format is refused, for a clearer message than "not allowed". */
-export const REFUSED_FORMATS: Readonly<Record<string, string>> = {
+export const REFUSED_FORMATS: ReadonlyMap<string, string> = new Map(Object.entries({
   tee: 'it writes to arbitrary destinations',
   fifo: 'it wraps other muxers without checks',
   fifo_test: 'it is a test muxer',
@@ -176,7 +178,7 @@ export const REFUSED_FORMATS: Readonly<Record<string, string>> = {
   smoothstreaming: 'it is not supported',
   webm_chunk: 'it is not supported',
   webm_dash_manifest: 'it is not supported',
-};
+}));
 
 const DEVICE_FORMATS = new Set([
   'alsa', 'pulse', 'oss', 'jack', 'openal', 'sndio', 'fbdev', 'kmsgrab', 'x11grab', 'xcbgrab', 'video4linux2',
@@ -188,7 +190,8 @@ const DEVICE_FORMATS = new Set([
 export function formatRefusal(name: string, file: 'input' | 'output'): string | undefined {
   if ((file === 'input' ? INPUT_FORMATS : OUTPUT_FORMATS).has(name)) return undefined;
   if (DEVICE_FORMATS.has(name)) return 'it is a capture or playback device';
-  if (REFUSED_FORMATS[name]) return REFUSED_FORMATS[name];
+  const refused = REFUSED_FORMATS.get(name);
+  if (refused) return refused;
   if (name.endsWith('_pipe')) return 'pipes are not available';
   if (file === 'output' && INPUT_FORMATS.has(name)) return 'it can only be used for inputs';
   if (file === 'input' && (name === 'hls' || name === 'dash')) return 'it opens the files a playlist names';
@@ -244,4 +247,7 @@ export const ENCODER_PARAM_KEYS: Readonly<Record<string, ReadonlySet<string>>> =
   ]),
 };
 
+// image2 -pattern_type. 'glob' is allowed: the -i value after it may then hold the wildcards * and
+// ?, still as a relative name without "..", so it only matches files inside the working folder.
+// 'glob_sequence' (deprecated) and numeric values are refused.
 export const PATTERN_TYPES: ReadonlySet<string> = new Set(['sequence', 'glob', 'none']);

@@ -105,11 +105,6 @@ class CommandSorter {
       throw new CommandRejected(`${names} at the end of ffmpeg_command apply to no file; put them before the output file`);
     }
     if (this.outputs.length === 0) throw new CommandRejected('ffmpeg_command has no output file');
-    for (const alias of this.inputAliases) {
-      if (this.outputAliases.includes(alias)) {
-        throw new CommandRejected(`{{${alias}}} is used both as an input and as an output of the same command`);
-      }
-    }
     return {
       globals: this.globals,
       inputs: this.inputs,
@@ -131,7 +126,7 @@ class CommandSorter {
     if (base === 'i') throw new CommandRejected(`write ${token} as -i, without a stream specifier`);
     const spec = OPTION_TABLE.get(base);
     if (!spec) {
-      const reason = REFUSED_OPTIONS[base];
+      const reason = REFUSED_OPTIONS.get(base);
       throw new CommandRejected(
         reason ? `option -${base} is not allowed (${reason})` : `option -${base} is unknown or not supported`,
       );
@@ -170,14 +165,25 @@ class CommandSorter {
         checkFiltergraph(value, token);
         return value;
       case 'relativeFile':
-        return checkRelativeFile(value, token, { role: 'output' });
+        return checkRelativeFile(value, token, { role: 'option' });
       case 'plainName':
-        return checkRelativeFile(value, token, { role: 'output', plainName: true });
+        return checkRelativeFile(value, token, { role: 'option', plainName: true });
       case 'encoderParams':
         checkEncoderParams(spec.name, token, value);
         return value;
       case 'bsfList':
         checkBitstreamFilters(token, value);
+        return value;
+      case 'muxer': {
+        const refusal = /^[A-Za-z0-9_]+$/.test(value) ? formatRefusal(value.toLowerCase(), 'output') : 'it is not a format name';
+        if (refusal) throw new CommandRejected(`${token} ${clip(value)} is not allowed (${refusal})`);
+        return value;
+      }
+      case 'streamMap':
+        // hls names playlists and segments after these names (%v), so they must not hold paths.
+        if (!/^[A-Za-z0-9_:, ]*$/.test(value)) {
+          throw new CommandRejected(`${token}: only letters, digits, spaces and "_:," are allowed`);
+        }
         return value;
       case 'patternType':
         if (!PATTERN_TYPES.has(value)) {
@@ -279,10 +285,10 @@ class CommandSorter {
     if (inputAliases.has(alias)) {
       throw new CommandRejected(`{{${alias}}} is an input file and cannot be used as an output`);
     }
+    if (earlierOutputAliases?.has(alias)) {
+      throw new CommandRejected(`{{${alias}}} is written by an earlier command of the chain and cannot be written again`);
+    }
     if (!outputAliases.has(alias)) {
-      if (earlierOutputAliases?.has(alias)) {
-        throw new CommandRejected(`{{${alias}}} is written by an earlier command and cannot be an output here`);
-      }
       if (this.opts.outputFolder) {
         throw new CommandRejected(
           `{{${alias}}} is used in ffmpeg_command, but output_files is OUTPUT_FOLDER: write output files as plain relative names such as video.mp4`,
@@ -306,7 +312,8 @@ function undeclaredMessage(alias: string): string {
 }
 
 interface RelativeFileRules {
-  role: FileRole;
+  /** What names the file, for the hint in messages: -i, an output position, or an option value. */
+  role: FileRole | 'option';
   /** Allow the * and ? wildcards of -pattern_type glob. */
   glob?: boolean;
   /** A name without folders. */
@@ -314,12 +321,14 @@ interface RelativeFileRules {
 }
 
 /** Checks a file name that is not a placeholder: it must stay inside the working folder. */
-export function checkRelativeFile(name: string, where: string, rules: RelativeFileRules): string {
+function checkRelativeFile(name: string, where: string, rules: RelativeFileRules): string {
+  const hint = {
+    input: 'use an {{in_...}} placeholder or a relative name inside the working folder',
+    output: 'use an {{out_...}} placeholder or a relative name inside the working folder',
+    option: 'use a relative name inside the working folder',
+  }[rules.role];
   const refuse = (why: string): never => {
-    const use = rules.role === 'input' ? '{{in_...}} placeholder' : '{{out_...}} placeholder';
-    throw new CommandRejected(
-      `${where} "${clip(name)}": ${why}; use a ${use} or a relative name inside the working folder`,
-    );
+    throw new CommandRejected(`${where} "${clip(name)}": ${why}; ${hint}`);
   };
   if (name === '') refuse('the file name is empty');
   if (name === '-' || name.startsWith('pipe:')) refuse('pipes are not available');

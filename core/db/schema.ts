@@ -46,11 +46,16 @@ export interface StoredStep {
   command: ParsedCommand;
 }
 
-/** An output the client declared; its file id (and so its storage key) is fixed at submit time. */
+/**
+ * An output the client declared; its file id (and so its storage key) is fixed at submit time.
+ * 'playlist' (alias out_playlist_*): an HLS/DASH manifest stored with its segments; 'folder': the
+ * OUTPUT_FOLDER zip of everything the command wrote.
+ */
 export interface DeclaredOutput {
   alias: string;
   fileName: string;
   fileId: string;
+  kind: 'file' | 'playlist' | 'folder';
 }
 
 export const commands = pgTable(
@@ -73,6 +78,8 @@ export const commands = pgTable(
     steps: jsonb('steps').$type<StoredStep[]>().notNull(),
     /** input_files as submitted: alias -> URL. */
     inputs: jsonb('inputs').$type<Record<string, string>>().notNull(),
+    /** input_compressed_folder: URL of a zip extracted into the working folder. */
+    inputArchiveUrl: text('input_archive_url'),
     outputs: jsonb('outputs').$type<DeclaredOutput[]>().notNull(),
     vcpuCount: integer('vcpu_count').notNull(),
     maxCommandRunSeconds: doublePrecision('max_command_run_seconds').notNull(),
@@ -116,11 +123,23 @@ export const files = pgTable(
     isPrivate: boolean('is_private').notNull(),
     isDeleted: boolean('is_deleted').notNull().default(false),
     sizeBytes: bigint('size_bytes', { mode: 'number' }),
+    /** Folder and playlist outputs: how many files, and the size of their zip. */
+    fileCount: integer('file_count'),
+    sizeCompressedBytes: bigint('size_compressed_bytes', { mode: 'number' }),
     media: jsonb('media').$type<MediaInfo | null>(),
+    /** Direct uploads: the storage backend's multipart upload id, the part size and the announced size. */
+    uploadId: text('upload_id'),
+    partSize: bigint('part_size', { mode: 'number' }),
+    expectedSizeBytes: bigint('expected_size_bytes', { mode: 'number' }),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   (t) => [
     index('files_command_idx').on(t.commandId),
     index('files_account_created_idx').on(t.accountId, t.createdAt),
+    // Background work (probing, store-file downloads, stale-upload cleanup) scans unfinished files.
+    index('files_pending_idx')
+      .on(t.status, t.createdAt)
+      .where(sql`${t.status} in ('QUEUED', 'DOWNLOADING', 'DOWNLOADED', 'UPLOADED')`),
   ],
 );

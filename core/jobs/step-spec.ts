@@ -25,6 +25,12 @@ export interface StepInput {
 export interface StepOutput {
   alias: string;
   fileName: string;
+  /**
+   * 'file': the file itself is PUT to uploadUrl. 'playlist': the manifest and every file written next
+   * to it are PUT as one zip (the reconciler unpacks it into storage). 'folder' (OUTPUT_FOLDER): a zip
+   * of every file the command wrote into the working folder is PUT; that zip is the output.
+   */
+  kind: 'file' | 'playlist' | 'folder';
   /** Presigned URL that accepts one PUT of the whole file. */
   uploadUrl: string;
 }
@@ -35,6 +41,8 @@ export interface StepSpec {
   step: number;
   command: ParsedCommand;
   inputs: StepInput[];
+  /** input_compressed_folder: a zip extracted into the working folder before ffmpeg runs. */
+  archive?: { url: string; source: 'external' | 'storage' };
   outputs: StepOutput[];
   /** ffmpeg threads (vcpu_count, capped at the cores the runner has). */
   threads: number;
@@ -51,7 +59,11 @@ export interface StepSpec {
 export interface OutputResult {
   alias: string;
   fileName: string;
+  /** Bytes of the file; for playlists and folders, of all their files together. */
   size: number;
+  /** Playlists and folders: how many files, and the size of the zip that carried them. */
+  fileCount?: number;
+  compressedSize?: number;
   media: MediaInfo;
 }
 

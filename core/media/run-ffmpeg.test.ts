@@ -1,7 +1,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile, readFile, stat, chmod } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile, readFile, stat, chmod, chown } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import type { ParsedCommand } from '../commands/parsed-command.ts';
 import { buildFfmpegArgv } from './ffmpeg-args.ts';
 import { runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
 import { probeMedia } from './probe.ts';
-import { detectSandbox, wrapCommand } from './sandbox.ts';
+import { detectSandbox, NOBODY_UID, wrapCommand } from './sandbox.ts';
 
 /** A lavfi source of `seconds` of video, encoded to the output alias `out`. */
 function encodeCommand(source: string, outputOptions: string[] = []): ParsedCommand {
@@ -178,8 +178,30 @@ describe('network namespace sandbox', () => {
     }
 
     const argv = buildFfmpegArgv(encodeCommand('testsrc=duration=0.5:size=64x48'), (alias) => `${alias}.mp4`, { threads: 1 });
-    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, sandbox: mode, limits: { fileSizeBytes: 10_000_000 } });
+    const work = await mkdtemp(join(dir, 'sandboxed-'));
+    if (mode === 'netns-nobody') await chown(work, NOBODY_UID, NOBODY_UID);
+    const result = await runFfmpeg({ argv, cwd: work, timeoutSeconds: 60, sandbox: mode, limits: { fileSizeBytes: 10_000_000 } });
     assert.equal(result.exitCode, 0, result.stderrTail);
-    assert.ok((await stat(join(dir, 'out.mp4'))).size > 0);
+    assert.ok((await stat(join(work, 'out.mp4'))).size > 0);
+  });
+
+  test('as root, the sandboxed ffmpeg cannot read files outside its folder that only root may read', async (t) => {
+    if ((await detectSandbox()) !== 'netns-nobody') {
+      t.skip('needs root and setpriv');
+      return;
+    }
+    const secretDir = await mkdtemp(join(dir, 'private-'));
+    await chmod(secretDir, 0o700);
+    const secret = join(secretDir, 'secret.wav');
+    const make = await runFfmpeg({ argv: ['-f', 'lavfi', '-i', 'sine=d=0.2', secret], cwd: secretDir, timeoutSeconds: 30 });
+    assert.equal(make.exitCode, 0, make.stderrTail);
+    const work = await mkdtemp(join(dir, 'sandboxed-'));
+    await chown(work, NOBODY_UID, NOBODY_UID);
+    const read = await runFfmpeg({ argv: ['-i', secret, 'copy.wav'], cwd: work, timeoutSeconds: 30, sandbox: 'netns-nobody' });
+    assert.notEqual(read.exitCode, 0);
+    assert.match(read.stderrTail, /Permission denied/);
+    // The same read without the sandbox works: the test can fail.
+    const plain = await runFfmpeg({ argv: ['-i', secret, 'copy.wav'], cwd: work, timeoutSeconds: 30 });
+    assert.equal(plain.exitCode, 0, plain.stderrTail);
   });
 });

@@ -11,7 +11,14 @@
 
 import { execFile } from 'node:child_process';
 
-export type SandboxMode = 'none' | 'netns';
+// 'netns-nobody' (when the runner is root): also drop to the unprivileged uid/gid 65534 with setpriv,
+// so ffmpeg can read only what the world can read, plus its working folder (which the runner hands
+// over to that uid). The service's data folder is 0700, so stored files of other accounts and the
+// database are out of reach even through an absolute path inside a playlist.
+export type SandboxMode = 'none' | 'netns' | 'netns-nobody';
+
+export const NOBODY_UID = 65534;
+const DROP_PRIVILEGES = ['setpriv', `--reuid=${NOBODY_UID}`, `--regid=${NOBODY_UID}`, '--clear-groups', '--'];
 
 export interface WrappedCommand {
   program: string;
@@ -30,17 +37,20 @@ function isRoot(): boolean {
 /** Probes once what the host allows; call at start-up and pass the result along. */
 export async function detectSandbox(opts: { unsharePath?: string } = {}): Promise<SandboxMode> {
   const unshare = opts.unsharePath ?? 'unshare';
-  const works = await new Promise<boolean>((resolve) => {
-    execFile(unshare, [...netnsArgs(isRoot()), '--', 'true'], { timeout: 5000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (err) =>
-      resolve(err === null),
-    );
-  });
-  return works ? 'netns' : 'none';
+  const works = (args: string[]) =>
+    new Promise<boolean>((resolve) => {
+      execFile(unshare, [...netnsArgs(isRoot()), '--', ...args], { timeout: 5000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (err) =>
+        resolve(err === null),
+      );
+    });
+  if (!(await works(['true']))) return 'none';
+  return isRoot() && (await works([...DROP_PRIVILEGES, 'true'])) ? 'netns-nobody' : 'netns';
 }
 
 /** The command line that runs `program args` under the sandbox. */
 export function wrapCommand(mode: SandboxMode, program: string, args: string[]): WrappedCommand {
   if (mode === 'none') return { program, args };
-  // unshare execs the program without --fork, so the program keeps unshare's pid and process group.
-  return { program: 'unshare', args: [...netnsArgs(isRoot()), '--', program, ...args] };
+  // unshare (and setpriv) exec the program without --fork, so it keeps unshare's pid and process group.
+  const drop = mode === 'netns-nobody' ? DROP_PRIVILEGES : [];
+  return { program: 'unshare', args: [...netnsArgs(isRoot()), '--', ...drop, program, ...args] };
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Storage } from './storage.ts';
-import { StorageNotFound } from './storage.ts';
+import { MultipartError, StorageNotFound } from './storage.ts';
 
 export interface ContractBackend {
   storage: Storage;
@@ -25,6 +25,13 @@ export interface ContractContext {
 export interface ContractOptions {
   /** publicUrl() of a key outside public/ answers 403. Default true. */
   refusesPublicUrlOfPrivateKey?: boolean;
+  /**
+   * publicUrl() of a public/ key serves the bytes without a signature. Default true; a private S3
+   * bucket does not (a CDN or bucket policy in front of it does, which a test server lacks).
+   */
+  servesPublicUrls?: boolean;
+  /** Smallest size the backend accepts for every multipart part but the last. Default 5 MiB (S3's). */
+  minPartBytes?: number;
 }
 
 export function storageContract(
@@ -152,6 +159,19 @@ export function storageContract(
       assert.equal(await storage.stat(`${p}/z`), null);
     });
 
+    test('deletePrefix finds keys with characters that need escaping', async () => {
+      const p = prefix();
+      const odd = [`${p}/odd/C++ & <talk> 100% é.mp4`, `${p}/odd/a+b.bin`, `${p}/odd/%41%2B.bin`, `${p}/odd/q?x=1#y.bin`];
+      for (const key of odd) await putBytes(key, Buffer.from(key));
+      await putBytes(`${p}/odd-kept/a+b.bin`, Buffer.from('kept'));
+      await storage.deletePrefix(`${p}/odd/a+`);
+      assert.equal(await storage.stat(`${p}/odd/a+b.bin`), null);
+      assert.notEqual(await storage.stat(odd[0]), null);
+      await storage.deletePrefix(`${p}/odd/`);
+      for (const key of odd) assert.equal(await storage.stat(key), null, key);
+      assert.notEqual(await storage.stat(`${p}/odd-kept/a+b.bin`), null);
+    });
+
     test('keys that could escape or are not plain relative paths are rejected by put', async () => {
       const p = prefix();
       const bad = [`${p}/../escape.bin`, '../escape.bin', `/${p}/abs.bin`, `${p}\\win.bin`, `${p}//double.bin`,
@@ -198,16 +218,18 @@ export function storageContract(
       assert.deepEqual(Buffer.from(await part.arrayBuffer()), data.subarray(100, 200));
     });
 
-    test('publicUrl of a public/ key serves without a signature', async () => {
-      const key = `public/${randomUUID()}/poster.png`;
-      const data = randomBytes(4096);
-      await putBytes(key, data, 'image/png');
-      const url = storage.publicUrl(key);
-      assert.ok(url.startsWith(backend.baseUrl), url);
-      const res = await fetch(url);
-      assert.equal(res.status, 200);
-      assert.deepEqual(Buffer.from(await res.arrayBuffer()), data);
-    });
+    if (options.servesPublicUrls ?? true) {
+      test('publicUrl of a public/ key serves without a signature', async () => {
+        const key = `public/${randomUUID()}/poster.png`;
+        const data = randomBytes(4096);
+        await putBytes(key, data, 'image/png');
+        const url = storage.publicUrl(key);
+        assert.ok(url.startsWith(backend.baseUrl), url);
+        const res = await fetch(url);
+        assert.equal(res.status, 200);
+        assert.deepEqual(Buffer.from(await res.arrayBuffer()), data);
+      });
+    }
 
     if (options.refusesPublicUrlOfPrivateKey ?? true) {
       test('publicUrl of a key outside public/ is refused', async () => {
@@ -265,6 +287,17 @@ export function storageContract(
       assert.equal(Buffer.from(await untouched.arrayBuffer()).toString(), 'file a');
     });
 
+    test('put of a large object (several put parts) stores exactly its bytes', async () => {
+      // Above S3Storage's default 16 MiB put part, so it goes through a multipart put there.
+      const key = `${prefix()}/large.bin`;
+      const data = randomBytes(17 * 1024 * 1024 + 4321);
+      await storage.put(key, inChunks(data, 1 << 20), { size: data.length, contentType: 'application/octet-stream' });
+      assert.equal((await storage.stat(key))?.size, data.length);
+      assert.deepEqual(await readAll(await storage.read(key)), data);
+      await assert.rejects(storage.put(key, inChunks(data, 1 << 20), { size: data.length + 1, contentType: 'text/plain' }));
+      assert.deepEqual(await storage.stat(key), { size: data.length, contentType: 'application/octet-stream' });
+    });
+
     test('a presigned GET URL cannot be used to PUT', async () => {
       const key = `${prefix()}/readonly.bin`;
       await putBytes(key, Buffer.from('keep me'));
@@ -272,6 +305,197 @@ export function storageContract(
       await res.arrayBuffer();
       assert.equal(res.status, 403);
       assert.equal((await readAll(await storage.read(key))).toString(), 'keep me');
+    });
+
+    describe('multipart uploads', () => {
+      const minPart = options.minPartBytes ?? 5 * 1024 * 1024;
+
+      /** PUTs one part through its presigned URL with plain fetch (no credentials); returns the ETag. */
+      async function sendPart(key: string, uploadId: string, partNumber: number, data: Buffer<ArrayBuffer>): Promise<string> {
+        const url = await storage.presignUploadPart(key, uploadId, partNumber, 600);
+        assert.ok(url.startsWith(backend.baseUrl), url);
+        const res = await fetch(url, { method: 'PUT', body: data });
+        const body = await res.text();
+        assert.equal(res.status, 200, `part ${partNumber}: ${body}`);
+        const etag = res.headers.get('etag');
+        assert.equal(etag, `"${md5Hex(data)}"`);
+        return etag as string;
+      }
+
+      /** Three parts: two of the minimum size and a shorter last one. */
+      function threeParts() {
+        return [randomBytes(minPart), randomBytes(minPart), randomBytes(Math.floor((minPart * 2) / 5))];
+      }
+
+      test('parts PUT to presigned part URLs, in any order, complete into the object', async () => {
+        const key = `${prefix()}/multi part.mp4`;
+        const parts = threeParts();
+        const uploadId = await storage.createMultipartUpload(key, 'video/mp4');
+        const etags = await Promise.all([3, 1, 2].map((n) => sendPart(key, uploadId, n, parts[n - 1])));
+        const etagOf = (n: number) => etags[[3, 1, 2].indexOf(n)];
+
+        const listed = await storage.listParts(key, uploadId);
+        assert.deepEqual(
+          listed.map((p) => ({ ...p, etag: unquote(p.etag) })),
+          parts.map((data, i) => ({ partNumber: i + 1, etag: md5Hex(data), size: data.length })),
+        );
+        assert.equal(await storage.stat(key), null, 'nothing is visible before completion');
+
+        const total = Buffer.concat(parts);
+        const done = await storage.completeMultipartUpload(key, uploadId, [1, 2, 3].map((n) => ({ partNumber: n, etag: etagOf(n) })));
+        assert.deepEqual(done, { size: total.length });
+        assert.deepEqual(await storage.stat(key), { size: total.length, contentType: 'video/mp4' });
+        assert.deepEqual(await readAll(await storage.read(key)), total);
+        await assert.rejects(storage.listParts(key, uploadId), MultipartError, 'a completed upload is gone');
+      });
+
+      test('completion refuses missing, out-of-order and mismatched parts, stores nothing, and the upload stays usable', async () => {
+        const key = `${prefix()}/checked.bin`;
+        const parts = threeParts();
+        const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+        const e1 = await sendPart(key, uploadId, 1, parts[0]);
+        const e2 = await sendPart(key, uploadId, 2, parts[1]);
+
+        const refusals: [{ partNumber: number; etag: string }[], RegExp][] = [
+          [[{ partNumber: 1, etag: e1 }, { partNumber: 2, etag: e2 }, { partNumber: 3, etag: `"${md5Hex(parts[2])}"` }], /part 3 is missing/],
+        ];
+        for (const [list, message] of refusals) {
+          await assert.rejects(storage.completeMultipartUpload(key, uploadId, list), (err: Error) => {
+            assert.ok(err instanceof MultipartError, String(err));
+            assert.match(err.message, message);
+            return true;
+          });
+        }
+        const e3 = await sendPart(key, uploadId, 3, parts[2]);
+        const p = (partNumber: number, etag: string) => ({ partNumber, etag });
+        const more: [{ partNumber: number; etag: string }[], RegExp][] = [
+          [[p(1, e1), p(3, e3)], /part 2 is missing/],
+          [[p(2, e2), p(3, e3)], /part 1 is missing/],
+          [[p(1, e1), p(3, e3), p(2, e2)], /parts must be listed in order: part 2 after part 3/],
+          [[p(1, e1), p(2, e2), p(2, e2), p(3, e3)], /part 2 is listed twice/],
+          [[p(1, e1), p(2, e1), p(3, e3)], /ETag of part 2 does not match the uploaded part/],
+          [[], /at least one part/],
+        ];
+        for (const [list, message] of more) {
+          await assert.rejects(storage.completeMultipartUpload(key, uploadId, list), (err: Error) => {
+            assert.ok(err instanceof MultipartError, String(err));
+            assert.match(err.message, message);
+            return true;
+          });
+          assert.equal(await storage.stat(key), null, `stored after refusing: ${message}`);
+        }
+
+        // ETags are accepted with or without quotes.
+        const done = await storage.completeMultipartUpload(key, uploadId, [p(1, unquote(e1)), p(2, e2), p(3, unquote(e3))]);
+        assert.equal(done.size, Buffer.concat(parts).length);
+        assert.deepEqual(await readAll(await storage.read(key)), Buffer.concat(parts));
+      });
+
+      test('every part but the last must reach the minimum part size', async () => {
+        const key = `${prefix()}/small-parts.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'text/plain');
+        const small = [randomBytes(1000), randomBytes(500)];
+        const etags = [await sendPart(key, uploadId, 1, small[0]), await sendPart(key, uploadId, 2, small[1])];
+        await assert.rejects(
+          storage.completeMultipartUpload(key, uploadId, etags.map((etag, i) => ({ partNumber: i + 1, etag }))),
+          (err: Error) => err instanceof MultipartError && /part 1 is 1000 bytes/.test(err.message),
+        );
+        assert.equal(await storage.stat(key), null);
+        // A lone part is also the last one: any size will do.
+        assert.deepEqual(await storage.completeMultipartUpload(key, uploadId, [{ partNumber: 1, etag: etags[0] }]), { size: 1000 });
+        assert.deepEqual(await readAll(await storage.read(key)), small[0]);
+      });
+
+      test('abort discards the upload and its parts', async () => {
+        const key = `${prefix()}/aborted.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+        const etag = await sendPart(key, uploadId, 1, randomBytes(2000));
+        const url2 = await storage.presignUploadPart(key, uploadId, 2, 600);
+        await storage.abortMultipartUpload(key, uploadId);
+
+        const listed = await storage.listParts(key, uploadId).catch((err: unknown) => err);
+        assert.ok(listed instanceof MultipartError || (Array.isArray(listed) && listed.length === 0), String(listed));
+        await assert.rejects(storage.completeMultipartUpload(key, uploadId, [{ partNumber: 1, etag }]), MultipartError);
+        assert.equal(await storage.stat(key), null);
+        const late = await fetch(url2, { method: 'PUT', body: randomBytes(10) });
+        await late.arrayBuffer();
+        assert.equal(late.status, 404, 'a part sent after abort is refused');
+        await storage.abortMultipartUpload(key, uploadId); // unknown uploads are not an error
+      });
+
+      test('a part URL with a tampered signature, or bent to another part or a whole-object PUT, is refused', async () => {
+        const key = `${prefix()}/tamper.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+        const url = new URL(await storage.presignUploadPart(key, uploadId, 1, 600));
+        const signatureParam = [...url.searchParams.keys()].find((k) => /signature/i.test(k));
+        assert.ok(signatureParam, `no signature parameter in ${url}`);
+        const partParam = [...url.searchParams.keys()].find((k) => k.toLowerCase() === 'partnumber');
+        assert.ok(partParam, `no part number parameter in ${url}`);
+
+        const tampered = new URL(url);
+        tampered.searchParams.set(signatureParam, flipLastHexDigit(url.searchParams.get(signatureParam) as string));
+        const otherPart = new URL(url);
+        otherPart.searchParams.set(partParam, '2');
+        const wholeObject = new URL(url);
+        for (const name of [...wholeObject.searchParams.keys()]) {
+          if (/^(uploadid|partnumber)$/i.test(name)) wholeObject.searchParams.delete(name);
+        }
+        for (const [what, bent] of [['tampered signature', tampered], ['other part', otherPart], ['whole object', wholeObject]] as const) {
+          const res = await fetch(bent, { method: 'PUT', body: Buffer.from('sneaky') });
+          await res.arrayBuffer();
+          assert.equal(res.status, 403, what);
+        }
+        assert.deepEqual(await storage.listParts(key, uploadId), []);
+        assert.equal(await storage.stat(key), null);
+
+        const res = await fetch(url, { method: 'PUT', body: Buffer.from('genuine') });
+        await res.arrayBuffer();
+        assert.equal(res.status, 200);
+        await storage.abortMultipartUpload(key, uploadId);
+      });
+
+      test('an expired part URL is refused', async () => {
+        const key = `${prefix()}/late-part.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+        clockOffsetMs = -2 * 3600_000;
+        let url: string;
+        try {
+          url = await storage.presignUploadPart(key, uploadId, 1, 60);
+        } finally {
+          clockOffsetMs = 0;
+        }
+        const res = await fetch(url, { method: 'PUT', body: Buffer.from('too late') });
+        await res.arrayBuffer();
+        assert.equal(res.status, 403);
+        assert.deepEqual(await storage.listParts(key, uploadId), []);
+        await storage.abortMultipartUpload(key, uploadId);
+      });
+
+      test('a put of the same key does not disturb a multipart upload in progress', async () => {
+        const key = `${prefix()}/busy.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'video/mp4');
+        const part = randomBytes(1000);
+        const etag = await sendPart(key, uploadId, 1, part);
+        // Large enough that S3Storage puts it in parts too, through a multipart upload of its own.
+        const other = randomBytes(17 * 1024 * 1024);
+        await storage.put(key, inChunks(other, 1 << 20), { size: other.length, contentType: 'application/octet-stream' });
+        assert.deepEqual(await readAll(await storage.read(key)), other);
+        assert.deepEqual((await storage.listParts(key, uploadId)).map((p) => unquote(p.etag)), [md5Hex(part)]);
+        await storage.completeMultipartUpload(key, uploadId, [{ partNumber: 1, etag }]);
+        assert.deepEqual(await storage.stat(key), { size: 1000, contentType: 'video/mp4' });
+        assert.deepEqual(await readAll(await storage.read(key)), part);
+      });
+
+      test('part numbers outside 1..10000 and invalid keys are refused', async () => {
+        const key = `${prefix()}/numbers.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+        for (const partNumber of [0, -1, 1.5, 10001, Number.NaN]) {
+          await assert.rejects(storage.presignUploadPart(key, uploadId, partNumber, 600), String(partNumber));
+        }
+        await assert.rejects(storage.createMultipartUpload(`${prefix()}/../escape.bin`, 'text/plain'));
+        await assert.rejects(storage.createMultipartUpload(`${prefix()}/bad-type.bin`, 'not a type\r\n'));
+        await storage.abortMultipartUpload(key, uploadId);
+      });
     });
   });
 }
@@ -286,6 +510,14 @@ export async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+function md5Hex(data: Buffer): string {
+  return createHash('md5').update(data).digest('hex');
+}
+
+function unquote(etag: string): string {
+  return etag.replace(/^"(.*)"$/, '$1');
 }
 
 function flipLastHexDigit(hex: string): string {

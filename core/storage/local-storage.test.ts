@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,15 +24,33 @@ interface LocalFixture {
 }
 
 /** A LocalStorage in a temp folder, served by the storage routes on a real socket. */
-async function startLocal(opts: { clock?: () => number; maxUploadBytes?: number } = {}): Promise<LocalFixture> {
+// Parts far below S3's 5 MiB keep the multipart tests quick; the rule itself is the same.
+const TEST_MIN_PART_BYTES = 64 * 1024;
+
+interface LocalOptions {
+  clock?: () => number;
+  maxUploadBytes?: number;
+  maxPartBytes?: number;
+}
+
+async function startLocal(opts: LocalOptions = {}): Promise<LocalFixture> {
   const root = await mkdtemp(join(tmpdir(), 'local-storage-'));
   let app: Hono | undefined;
   const server = serve({ fetch: (req, env) => app!.fetch(req, env), port: 0, hostname: '127.0.0.1' }) as Server;
   if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const storage = new LocalStorage({ root, publicBaseUrl: baseUrl, signingKey: SIGNING_KEY, clock: opts.clock });
+  const storage = new LocalStorage({
+    root,
+    publicBaseUrl: baseUrl,
+    signingKey: SIGNING_KEY,
+    clock: opts.clock,
+    minPartBytes: TEST_MIN_PART_BYTES,
+  });
   app = new Hono();
-  app.route('/', storageFilesRoutes(storage, { maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024 }));
+  app.route('/', storageFilesRoutes(storage, {
+    maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024,
+    maxPartBytes: opts.maxPartBytes,
+  }));
   return {
     storage,
     root,
@@ -45,7 +63,7 @@ async function startLocal(opts: { clock?: () => number; maxUploadBytes?: number 
   };
 }
 
-storageContract('local folder', ({ clock }) => startLocal({ clock }));
+storageContract('local folder', ({ clock }) => startLocal({ clock }), { minPartBytes: TEST_MIN_PART_BYTES });
 
 /** A PUT through node:http, so the test controls framing headers exactly. */
 function rawPut(url: string, body: Buffer, headers: Record<string, string>, chunked = false) {
@@ -327,6 +345,152 @@ describe('local storage: files on disk', () => {
 
   test('the constructor refuses a short signing key', () => {
     assert.throws(() => new LocalStorage({ root, publicBaseUrl: 'http://x', signingKey: 'short' }));
+  });
+});
+
+describe('local storage: multipart uploads', () => {
+  let now = Date.parse('2030-01-01T00:00:00Z');
+  let fx: LocalFixture;
+  before(async () => {
+    fx = await startLocal({ clock: () => now, maxPartBytes: 200_000 });
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  const md5 = (data: Buffer) => createHash('md5').update(data).digest('hex');
+
+  async function sendPart(key: string, uploadId: string, partNumber: number, data: Buffer, headers: Record<string, string> = {}) {
+    const url = await fx.storage.presignUploadPart(key, uploadId, partNumber, 600);
+    return rawPut(url, data, { 'Content-Length': String(data.length), ...headers });
+  }
+
+  test('parts live under uploads/<id>/<n> with the upload record; completion removes the folder', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('mp/disk.mp4', 'video/mp4');
+    assert.match(uploadId, /^[A-Za-z0-9_-]{32}$/);
+    const dir = join(fx.root, 'uploads', uploadId);
+    const record = JSON.parse(await readFile(join(dir, 'upload.json'), 'utf8'));
+    assert.deepEqual(record, { key: 'mp/disk.mp4', contentType: 'video/mp4', createdAt: new Date(now).toISOString() });
+
+    const part1 = randomBytes(TEST_MIN_PART_BYTES);
+    const part2 = randomBytes(10);
+    const res = await sendPart('mp/disk.mp4', uploadId, 1, part1);
+    assert.equal(res.status, 200);
+    assert.equal((await sendPart('mp/disk.mp4', uploadId, 2, part2)).status, 200);
+    assert.deepEqual(await readFile(join(dir, '1')), part1);
+    assert.deepEqual((await readdir(dir)).sort(), ['1', '1.md5', '2', '2.md5', 'upload.json']);
+
+    await fx.storage.completeMultipartUpload('mp/disk.mp4', uploadId, [
+      { partNumber: 1, etag: md5(part1) },
+      { partNumber: 2, etag: md5(part2) },
+    ]);
+    await assert.rejects(stat(dir), { code: 'ENOENT' });
+    assert.deepEqual(await readdir(join(fx.root, 'tmp')), []);
+    assert.deepEqual(await readFile(join(fx.root, 'objects', 'mp', 'disk.mp4')), Buffer.concat([part1, part2]));
+  });
+
+  test('a part PUT needs Content-Length, an exact body and a size within the part cap', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('mp/limits.bin', 'application/octet-stream');
+    const url = await fx.storage.presignUploadPart('mp/limits.bin', uploadId, 1, 600);
+    const chunked = await rawPut(url, Buffer.from('streamed'), { 'Transfer-Encoding': 'chunked' }, true);
+    assert.equal(chunked.status, 411);
+    const tooBig = await rawPut(url, randomBytes(200_001), { 'Content-Length': '200001' });
+    assert.equal(tooBig.status, 413);
+    assert.equal(typeof JSON.parse(tooBig.body).detail, 'string');
+    const atCap = await rawPut(url, randomBytes(200_000), { 'Content-Length': '200000' });
+    assert.equal(atCap.status, 200);
+    assert.deepEqual((await fx.storage.listParts('mp/limits.bin', uploadId)).map((p) => p.size), [200_000]);
+    await fx.storage.abortMultipartUpload('mp/limits.bin', uploadId);
+  });
+
+  test('a part re-sent replaces the earlier one', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('mp/resend.bin', 'application/octet-stream');
+    await sendPart('mp/resend.bin', uploadId, 1, Buffer.from('first try'));
+    const second = Buffer.from('second try');
+    assert.equal((await sendPart('mp/resend.bin', uploadId, 1, second)).status, 200);
+    assert.deepEqual(await fx.storage.listParts('mp/resend.bin', uploadId), [{ partNumber: 1, etag: `"${md5(second)}"`, size: second.length }]);
+    await fx.storage.completeMultipartUpload('mp/resend.bin', uploadId, [{ partNumber: 1, etag: md5(second) }]);
+    assert.equal((await readAll(await fx.storage.read('mp/resend.bin'))).toString(), 'second try');
+  });
+
+  test('an upload belongs to its key: a part URL for another key and a made-up upload id answer 404', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('mp/owner.bin', 'application/octet-stream');
+    const foreign = await sendPart('mp/intruder.bin', uploadId, 1, Buffer.from('x'));
+    assert.equal(foreign.status, 404);
+    const madeUp = await sendPart('mp/owner.bin', 'A'.repeat(32), 1, Buffer.from('x'));
+    assert.equal(madeUp.status, 404);
+    await assert.rejects(fx.storage.listParts('mp/intruder.bin', uploadId), { name: 'MultipartError' });
+    await assert.rejects(
+      fx.storage.completeMultipartUpload('mp/intruder.bin', uploadId, [{ partNumber: 1, etag: 'x' }]),
+      { name: 'MultipartError' },
+    );
+    await fx.storage.abortMultipartUpload('mp/intruder.bin', uploadId); // not its upload: a no-op
+    assert.deepEqual(await fx.storage.listParts('mp/owner.bin', uploadId), []);
+    await fx.storage.abortMultipartUpload('mp/owner.bin', uploadId);
+  });
+
+  test('upload ids that are not ours cannot reach outside uploads/', async () => {
+    for (const uploadId of ['../tmp', '..', '../../objects', 'a/b', '']) {
+      await assert.rejects(fx.storage.listParts('mp/x.bin', uploadId), { name: 'MultipartError' }, uploadId);
+      await assert.rejects(fx.storage.presignUploadPart('mp/x.bin', uploadId, 1, 60), { name: 'MultipartError' }, uploadId);
+      await fx.storage.abortMultipartUpload('mp/x.bin', uploadId);
+    }
+    const url = new URL(await fx.storage.presignPut('mp/x.bin', 600));
+    url.searchParams.set('uploadId', '../../objects');
+    url.searchParams.set('partNumber', '1');
+    const res = await rawPut(url.toString(), Buffer.from('x'), { 'Content-Length': '1' });
+    assert.equal(res.status, 403);
+    assert.ok((await readdir(fx.root)).includes('objects'));
+  });
+
+  test('a part changed on disk after it was listed fails completion and stores nothing', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('mp/changed.bin', 'application/octet-stream');
+    const data = randomBytes(1000);
+    await sendPart('mp/changed.bin', uploadId, 1, data);
+    // Same size, other bytes, the recorded ETag left alone: only re-hashing the bytes can notice.
+    await writeFile(join(fx.root, 'uploads', uploadId, '1'), randomBytes(1000));
+    await assert.rejects(
+      fx.storage.completeMultipartUpload('mp/changed.bin', uploadId, [{ partNumber: 1, etag: md5(data) }]),
+      { name: 'MultipartError', message: /ETag of part 1 does not match/ },
+    );
+    assert.equal(await fx.storage.stat('mp/changed.bin'), null);
+    assert.deepEqual(await readdir(join(fx.root, 'tmp')), []);
+  });
+
+  test('listStaleUploads lists uploads older than the cut-off, which abort then removes', async () => {
+    const started = now;
+    const oldId = await fx.storage.createMultipartUpload('mp/stale/old.bin', 'application/octet-stream');
+    now += 3600_000;
+    const newId = await fx.storage.createMultipartUpload('mp/stale/new.bin', 'application/octet-stream');
+    now += 60_000;
+
+    const stale = await fx.storage.listStaleUploads(new Date(started + 1000));
+    const mine = stale.filter((upload) => upload.key.startsWith('mp/stale/'));
+    assert.deepEqual(mine, [{ uploadId: oldId, key: 'mp/stale/old.bin', createdAt: new Date(started) }]);
+    const all = await fx.storage.listStaleUploads(new Date(now));
+    assert.ok(all.some((upload) => upload.uploadId === newId));
+
+    for (const upload of mine) await fx.storage.abortMultipartUpload(upload.key, upload.uploadId);
+    assert.ok(!(await fx.storage.listStaleUploads(new Date(now))).some((upload) => upload.uploadId === oldId));
+    await assert.rejects(stat(join(fx.root, 'uploads', oldId)), { code: 'ENOENT' });
+  });
+
+  test('the minimum part size is a constructor option, 5 MiB by default', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'local-storage-min-part-'));
+    try {
+      const storage = new LocalStorage({ root, publicBaseUrl: 'http://files.test', signingKey: SIGNING_KEY });
+      const uploadId = await storage.createMultipartUpload('a/b.bin', 'application/octet-stream');
+      const body = randomBytes(5 * 1024 * 1024 - 1);
+      const etag = await storage.receivePart('a/b.bin', uploadId, 1, inChunks(body, 1 << 20), body.length);
+      await storage.receivePart('a/b.bin', uploadId, 2, inChunks(Buffer.from('end'), 3), 3);
+      await assert.rejects(
+        storage.completeMultipartUpload('a/b.bin', uploadId, [{ partNumber: 1, etag }, { partNumber: 2, etag: md5(Buffer.from('end')) }]),
+        { name: 'MultipartError', message: /part 1 is 5242879 bytes; every part but the last must be at least 5242880 bytes/ },
+      );
+      assert.throws(() => new LocalStorage({ root, publicBaseUrl: 'http://x', signingKey: SIGNING_KEY, minPartBytes: 0 }));
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -3,8 +3,11 @@
 //   meta/<key>     JSON sidecar {contentType}; mirrors the objects tree, so a key that cannot
 //                  exist in objects/ (file/folder clash) cannot clash in meta/ either
 //   tmp/           uploads in progress; renamed into place when complete (atomic replace)
+//   uploads/<id>/  multipart uploads: upload.json {key, contentType, createdAt}, then per part
+//                  <partNumber> (the bytes) and <partNumber>.md5 (its MD5 hex, the part's ETag)
 // It signs its own URLs (url-signing.ts); api/routes/storage-files.ts serves them.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { Hash } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
@@ -12,10 +15,11 @@ import { dirname, join, resolve } from 'node:path';
 import { Transform } from 'node:stream';
 import type { Readable, TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ByteRange, ObjectInfo, Storage } from './storage.ts';
-import { StorageNotFound } from './storage.ts';
+import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartNumber, normalizeEtag } from './multipart.ts';
+import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
+import { MultipartError, StorageNotFound } from './storage.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
-import type { SignatureCheck, SignedMethod } from './url-signing.ts';
+import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.ts';
 
 export const MAX_KEY_BYTES = 1024;
 // Below NAME_MAX (255) so temp and sidecar names built from a segment stay valid too.
@@ -55,6 +59,16 @@ function assertValidSegment(key: string, segment: string): void {
   if (segment === '') throw new InvalidStorageKey(key, 'absolute or empty path segment');
   if (segment === '.' || segment === '..') throw new InvalidStorageKey(key, "'.' or '..' segment");
   if (Buffer.byteLength(segment) > MAX_KEY_SEGMENT_BYTES) throw new InvalidStorageKey(key, 'segment too long');
+}
+
+/** A deletePrefix() argument: like a key, but its last segment may be partial or empty. */
+export function assertValidPrefix(prefix: string): void {
+  if (typeof prefix !== 'string' || prefix.length === 0) throw new InvalidStorageKey(prefix, 'empty prefix');
+  if (Buffer.byteLength(prefix) > MAX_KEY_BYTES) throw new InvalidStorageKey(prefix, 'too long');
+  if (FORBIDDEN_KEY_CHARS.test(prefix)) throw new InvalidStorageKey(prefix, 'control character or backslash');
+  const segments = prefix.split('/');
+  segments.pop();
+  for (const segment of segments) assertValidSegment(prefix, segment);
 }
 
 export function isPublicKey(key: string): boolean {
@@ -98,6 +112,29 @@ export type Access =
   | { allowed: true; visibility: 'public' | 'signed' }
   | { allowed: false; detail: string };
 
+export type PartAccess =
+  | { allowed: true; uploadId: string; partNumber: number }
+  | { allowed: false; detail: string };
+
+/** Query parameters of a part upload URL, named as in S3. */
+export const UPLOAD_ID_PARAM = 'uploadId';
+export const PART_NUMBER_PARAM = 'partNumber';
+// 24 random bytes in base64url: unguessable, and safe as a folder name.
+const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
+const UPLOAD_RECORD = 'upload.json';
+
+export interface StaleUpload {
+  uploadId: string;
+  key: string;
+  createdAt: Date;
+}
+
+interface UploadRecord {
+  key: string;
+  contentType: string;
+  createdAt: Date;
+}
+
 const REFUSAL_DETAILS: Record<Exclude<SignatureCheck, { ok: true }>['reason'], string> = {
   missing: 'A valid signed URL is required for this file',
   malformed: 'Malformed URL signature',
@@ -128,6 +165,8 @@ export interface LocalStorageOptions {
   signingKey: string | Uint8Array;
   /** Milliseconds since the epoch; injected by tests. */
   clock?: () => number;
+  /** Minimum size of every multipart part but the last; S3's 5 MiB unless a test lowers it. */
+  minPartBytes?: number;
 }
 
 export class LocalStorage implements Storage {
@@ -135,9 +174,11 @@ export class LocalStorage implements Storage {
   readonly #objectsDir: string;
   readonly #metaDir: string;
   readonly #tmpDir: string;
+  readonly #uploadsDir: string;
   readonly #publicBaseUrl: string;
   readonly #signingKey: string | Uint8Array;
   readonly #clock: () => number;
+  readonly #minPartBytes: number;
 
   constructor(options: LocalStorageOptions) {
     assertSigningKey(options.signingKey);
@@ -145,9 +186,14 @@ export class LocalStorage implements Storage {
     this.#objectsDir = join(this.root, 'objects');
     this.#metaDir = join(this.root, 'meta');
     this.#tmpDir = join(this.root, 'tmp');
+    this.#uploadsDir = join(this.root, 'uploads');
     this.#publicBaseUrl = options.publicBaseUrl.replace(/\/+$/, '');
     this.#signingKey = options.signingKey;
     this.#clock = options.clock ?? Date.now;
+    this.#minPartBytes = options.minPartBytes ?? DEFAULT_MIN_PART_BYTES;
+    if (!Number.isSafeInteger(this.#minPartBytes) || this.#minPartBytes < 1) {
+      throw new RangeError(`invalid minPartBytes ${this.#minPartBytes}`);
+    }
   }
 
   async put(key: string, body: Readable, opts: { size: number; contentType: string }): Promise<void> {
@@ -158,17 +204,25 @@ export class LocalStorage implements Storage {
 
     await mkdir(this.#tmpDir, { recursive: true });
     const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
-    const tmpMeta = join(this.#tmpDir, `${randomUUID()}.meta`);
     try {
       // Opened before streaming so the file exists for the cleanup below, whatever fails.
       const file = await open(tmpObject, 'wx');
       await pipeline(body, exactSize(opts.size), file.createWriteStream({ flush: true }));
+      await this.#publish(tmpObject, key, contentType);
+    } finally {
+      await rm(tmpObject, { force: true });
+    }
+  }
+
+  /** Moves a complete temp file into place as `key`, with its content-type sidecar. */
+  async #publish(tmpObject: string, key: string, contentType: string): Promise<void> {
+    const tmpMeta = join(this.#tmpDir, `${randomUUID()}.meta`);
+    try {
       await writeFile(tmpMeta, JSON.stringify({ contentType }), { flag: 'wx' });
       // Sidecar first: a new key becomes visible only once its bytes are in place.
       await this.#moveInto(tmpMeta, join(this.#metaDir, key));
       await this.#moveInto(tmpObject, join(this.#objectsDir, key));
     } finally {
-      await rm(tmpObject, { force: true });
       await rm(tmpMeta, { force: true });
     }
   }
@@ -250,12 +304,9 @@ export class LocalStorage implements Storage {
 
   /** String-prefix semantics as in S3: 'a/b' removes 'a/b', 'a/b.mp4' and 'a/bc/d'. */
   async deletePrefix(prefix: string): Promise<void> {
-    if (typeof prefix !== 'string' || prefix.length === 0) throw new InvalidStorageKey(prefix, 'empty prefix');
-    if (Buffer.byteLength(prefix) > MAX_KEY_BYTES) throw new InvalidStorageKey(prefix, 'too long');
-    if (FORBIDDEN_KEY_CHARS.test(prefix)) throw new InvalidStorageKey(prefix, 'control character or backslash');
+    assertValidPrefix(prefix);
     const segments = prefix.split('/');
     const partialName = segments.pop() as string;
-    for (const segment of segments) assertValidSegment(prefix, segment);
 
     for (const base of [this.#objectsDir, this.#metaDir]) {
       const dir = join(base, ...segments);
@@ -292,13 +343,170 @@ export class LocalStorage implements Storage {
     return { allowed: false, detail: REFUSAL_DETAILS[check.reason] };
   }
 
-  #presign(method: SignedMethod, key: string, ttlSeconds: number): string {
+  /** Access rule for a part upload (a PUT carrying uploadId and partNumber): a signed part URL only. */
+  authorizePart(key: string, query: URLSearchParams): PartAccess {
+    const uploadId = query.get(UPLOAD_ID_PARAM) ?? '';
+    const partText = query.get(PART_NUMBER_PARAM) ?? '';
+    const partNumber = /^[1-9][0-9]{0,4}$/.test(partText) ? Number(partText) : NaN;
+    if (!UPLOAD_ID_PATTERN.test(uploadId) || !isValidPartNumber(partNumber)) {
+      return { allowed: false, detail: 'Invalid uploadId or partNumber' };
+    }
+    const target = { method: 'PUT' as const, key, uploadId, partNumber };
+    const check = checkSignedQuery(this.#signingKey, target, query, this.#nowSeconds());
+    if (check.ok) return { allowed: true, uploadId, partNumber };
+    return { allowed: false, detail: REFUSAL_DETAILS[check.reason] };
+  }
+
+  #presign(method: SignedMethod, key: string, ttlSeconds: number, part?: { uploadId: string; partNumber: number }): string {
     assertValidKey(key);
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_PRESIGN_TTL_SECONDS) {
       throw new RangeError(`presign ttl must be an integer in 1..${MAX_PRESIGN_TTL_SECONDS}, got ${ttlSeconds}`);
     }
-    const expires = this.#nowSeconds() + ttlSeconds;
-    return `${this.publicUrl(key)}?${signedQuery(this.#signingKey, { method, key, expires })}`;
+    const request: SignedRequest = { method, key, expires: this.#nowSeconds() + ttlSeconds, ...part };
+    const partQuery = part
+      ? `${new URLSearchParams({ [UPLOAD_ID_PARAM]: part.uploadId, [PART_NUMBER_PARAM]: String(part.partNumber) })}&`
+      : '';
+    return `${this.publicUrl(key)}?${partQuery}${signedQuery(this.#signingKey, request)}`;
+  }
+
+  // ---- multipart uploads ----
+
+  async createMultipartUpload(key: string, contentType: string): Promise<string> {
+    assertValidKey(key);
+    const type = normalizeContentType(contentType);
+    if (type === null) throw new TypeError(`invalid content type ${JSON.stringify(contentType)}`);
+    const uploadId = randomBytes(24).toString('base64url');
+    const record = { key, contentType: type, createdAt: new Date(this.#clock()).toISOString() };
+    // Built in tmp/ and renamed, so an upload folder always has its record.
+    const staging = join(this.#tmpDir, `${uploadId}.upload`);
+    await mkdir(staging, { recursive: true });
+    try {
+      await writeFile(join(staging, UPLOAD_RECORD), JSON.stringify(record), { flag: 'wx' });
+      await mkdir(this.#uploadsDir, { recursive: true });
+      await rename(staging, join(this.#uploadsDir, uploadId));
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+    return uploadId;
+  }
+
+  async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number): Promise<string> {
+    if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) throw new MultipartError('upload not found');
+    if (!isValidPartNumber(partNumber)) throw new RangeError(`part number must be an integer in 1..10000, got ${partNumber}`);
+    return this.#presign('PUT', key, ttlSeconds, { uploadId, partNumber });
+  }
+
+  /**
+   * Stores one part from a stream of exactly `size` bytes; returns its MD5 hex. Replaces an earlier
+   * upload of the same part. Rejects with MultipartError when the upload of `key` does not exist.
+   */
+  async receivePart(key: string, uploadId: string, partNumber: number, body: Readable, size: number): Promise<string> {
+    if (!isValidPartNumber(partNumber)) throw new RangeError(`invalid part number ${partNumber}`);
+    if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid size ${size}`);
+    if ((await this.#readUpload(key, uploadId)) === null) throw new MultipartError('upload not found');
+    const dir = join(this.#uploadsDir, uploadId);
+    const tmpPart = join(dir, `${partNumber}.${randomUUID()}.tmp`);
+    const tmpEtag = `${tmpPart}.md5`;
+    try {
+      const file = await open(tmpPart, 'wx');
+      const md5 = createHash('md5');
+      await pipeline(body, exactSize(size), hashing(md5), file.createWriteStream({ flush: true }));
+      const etag = md5.digest('hex');
+      await writeFile(tmpEtag, etag, { flag: 'wx' });
+      // ETag first, so a listed part always has one; completion re-hashes the bytes anyway.
+      await rename(tmpEtag, join(dir, `${partNumber}.md5`));
+      await rename(tmpPart, join(dir, String(partNumber)));
+      return etag;
+    } catch (err) {
+      // The folder went away: the upload was aborted or completed meanwhile.
+      if (isMissing(err)) throw new MultipartError('upload not found');
+      throw err;
+    } finally {
+      await rm(tmpPart, { force: true });
+      await rm(tmpEtag, { force: true });
+    }
+  }
+
+  async listParts(key: string, uploadId: string): Promise<UploadedPart[]> {
+    if ((await this.#readUpload(key, uploadId)) === null) throw new MultipartError('upload not found');
+    const dir = join(this.#uploadsDir, uploadId);
+    const parts: UploadedPart[] = [];
+    for (const name of await listDir(dir)) {
+      if (!/^[1-9][0-9]{0,4}$/.test(name) || !isValidPartNumber(Number(name))) continue;
+      try {
+        const info = await stat(join(dir, name));
+        const etag = (await readFile(join(dir, `${name}.md5`), 'utf8')).trim();
+        parts.push({ partNumber: Number(name), etag: `"${etag}"`, size: info.size });
+      } catch (err) {
+        if (!isMissing(err)) throw err; // else: replaced or aborted meanwhile
+      }
+    }
+    return parts.sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async completeMultipartUpload(
+    key: string,
+    uploadId: string,
+    requested: { partNumber: number; etag: string }[],
+  ): Promise<{ size: number }> {
+    const upload = await this.#readUpload(key, uploadId);
+    if (upload === null) throw new MultipartError('upload not found');
+    const dir = join(this.#uploadsDir, uploadId);
+    const parts = checkCompletion(requested, await this.listParts(key, uploadId), this.#minPartBytes);
+
+    await mkdir(this.#tmpDir, { recursive: true });
+    const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
+    let size = 0;
+    try {
+      const out = await open(tmpObject, 'wx');
+      const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
+      try {
+        for (const part of parts) size += await appendPart(out, join(dir, String(part.partNumber)), part, buffer);
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await this.#publish(tmpObject, key, upload.contentType);
+    } finally {
+      await rm(tmpObject, { force: true });
+    }
+    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+    return { size };
+  }
+
+  async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
+    if ((await this.#readUpload(key, uploadId)) === null) return;
+    await rm(join(this.#uploadsDir, uploadId), { recursive: true, force: true, maxRetries: 3 });
+  }
+
+  /** Uploads started before `olderThan` and neither completed nor aborted (for a cleanup job). */
+  async listStaleUploads(olderThan: Date): Promise<StaleUpload[]> {
+    const stale: StaleUpload[] = [];
+    for (const uploadId of await listDir(this.#uploadsDir)) {
+      const upload = await this.#readUpload(null, uploadId);
+      if (upload !== null && upload.createdAt.getTime() < olderThan.getTime()) {
+        stale.push({ uploadId, key: upload.key, createdAt: upload.createdAt });
+      }
+    }
+    return stale.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  }
+
+  /** The upload's record; null when the id is malformed, unknown, or the upload is of another key. */
+  async #readUpload(key: string | null, uploadId: string): Promise<UploadRecord | null> {
+    if (key !== null) assertValidKey(key);
+    if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) return null;
+    let record: { key?: unknown; contentType?: unknown; createdAt?: unknown };
+    try {
+      record = JSON.parse(await readFile(join(this.#uploadsDir, uploadId, UPLOAD_RECORD), 'utf8'));
+    } catch (err) {
+      if (isMissing(err) || err instanceof SyntaxError) return null;
+      throw err;
+    }
+    if (typeof record.key !== 'string' || (key !== null && record.key !== key)) return null;
+    const contentType = normalizeContentType(typeof record.contentType === 'string' ? record.contentType : null);
+    const createdAt = new Date(typeof record.createdAt === 'string' ? record.createdAt : NaN);
+    if (contentType === null || Number.isNaN(createdAt.getTime())) return null;
+    return { key: record.key, contentType, createdAt };
   }
 
   #nowSeconds(): number {
@@ -348,6 +556,54 @@ function exactSize(size: number): Transform {
     },
     flush(done: TransformCallback) {
       done(seen === size ? null : new ObjectSizeMismatch(size, String(seen)));
+    },
+  });
+}
+
+/**
+ * Appends one part's bytes to `out` through `buffer`; checks they still hash to the part's ETag (the
+ * part may have been replaced since it was listed). Returns the byte count.
+ */
+async function appendPart(out: FileHandle, path: string, part: UploadedPart, buffer: Buffer): Promise<number> {
+  let input: FileHandle;
+  try {
+    input = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (isMissing(err)) throw new MultipartError(`part ${part.partNumber} is missing`);
+    throw err;
+  }
+  const md5 = createHash('md5');
+  let size = 0;
+  try {
+    for (;;) {
+      const { bytesRead } = await input.read(buffer, 0, buffer.length, null);
+      if (bytesRead === 0) break;
+      const chunk = buffer.subarray(0, bytesRead);
+      md5.update(chunk);
+      size += bytesRead;
+      await writeAll(out, chunk);
+    }
+  } finally {
+    await input.close();
+  }
+  if (md5.digest('hex') !== normalizeEtag(part.etag)) {
+    throw new MultipartError(`ETag of part ${part.partNumber} does not match the uploaded part`);
+  }
+  return size;
+}
+
+async function writeAll(out: FileHandle, data: Buffer): Promise<void> {
+  for (let offset = 0; offset < data.length; ) {
+    offset += (await out.write(data, offset, data.length - offset)).bytesWritten;
+  }
+}
+
+/** Passes bytes through, feeding them to `hash`. */
+function hashing(hash: Hash): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
+      hash.update(chunk);
+      done(null, chunk);
     },
   });
 }

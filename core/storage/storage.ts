@@ -35,6 +35,36 @@ export interface Storage {
   presignGet(key: string, ttlSeconds: number): Promise<string>;
   /** URL that accepts one HTTP PUT of the whole object for ttlSeconds (runners upload outputs). */
   presignPut(key: string, ttlSeconds: number): Promise<string>;
+
+  // Multipart uploads, S3 semantics: parts are numbered from 1, every part but the last is at least
+  // 5 MiB, a PUT to a part URL answers an ETag header, and completion lists every part in order.
+  /** Starts a multipart upload of `key`; returns its upload id. */
+  createMultipartUpload(key: string, contentType: string): Promise<string>;
+  /** URL that accepts one HTTP PUT of part `partNumber` (1..10000) for ttlSeconds, without credentials. */
+  presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number): Promise<string>;
+  /** Parts uploaded so far, by number, with their ETags and sizes. */
+  listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
+  /**
+   * Assembles the object from the listed parts. Rejects with MultipartError (and stores nothing) when a
+   * part is missing, out of order, or its ETag does not match the uploaded part.
+   */
+  completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<{ size: number }>;
+  /** Discards the upload and its parts. Unknown or finished uploads are not an error. */
+  abortMultipartUpload(key: string, uploadId: string): Promise<void>;
+}
+
+export interface UploadedPart {
+  partNumber: number;
+  etag: string;
+  size: number;
+}
+
+/** A multipart request the backend refuses; the message says which part and why. */
+export class MultipartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MultipartError';
+  }
 }
 
 export class StorageNotFound extends Error {

@@ -1,0 +1,39 @@
+// Storage and processing quotas by plan. A request that would go past one answers 403 naming it.
+import type { Account } from './accounts-repo.ts';
+import type { FilesRepo } from '../files/files-repo.ts';
+
+export class QuotaExceeded extends Error {}
+
+const GB = 1_000_000_000;
+const gb = (bytes: number) => `${(bytes / GB).toFixed(3)} GB`;
+
+export class Quotas {
+  private readonly files: FilesRepo;
+  private readonly clock: () => Date;
+  constructor(files: FilesRepo, clock: () => Date) {
+    this.files = files;
+    this.clock = clock;
+  }
+
+  /** Refuses when the account's stored bytes plus `extraBytes` would exceed its storage quota. */
+  async checkStorage(account: Account, extraBytes = 0): Promise<void> {
+    const used = await this.files.storageUsedBytes(account.id);
+    const quota = account.plan.storageQuotaBytes;
+    if (used + extraBytes > quota || (extraBytes === 0 && used >= quota)) {
+      throw new QuotaExceeded(
+        `storage quota exceeded: ${gb(used)} used${extraBytes ? ` + ${gb(extraBytes)} requested` : ''} of ${gb(quota)} on your plan (${account.plan.name}); delete files to make room`,
+      );
+    }
+  }
+
+  /** Refuses new commands once this month's processed bytes reach the processing quota. */
+  async checkProcessing(account: Account): Promise<void> {
+    const now = this.clock();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const used = await this.files.processedBytesSince(account.id, monthStart);
+    const quota = account.plan.processingQuotaBytesPerMonth;
+    if (used >= quota) {
+      throw new QuotaExceeded(`processing quota exceeded: ${gb(used)} processed this month of ${gb(quota)} on your plan (${account.plan.name})`);
+    }
+  }
+}

@@ -1,0 +1,66 @@
+// Rules shared by every backend's multipart uploads, so that each one refuses the same requests with
+// the same MultipartError messages before it touches any stored bytes.
+import type { UploadedPart } from './storage.ts';
+import { MultipartError } from './storage.ts';
+
+/** S3's minimum size of every part but the last. */
+export const DEFAULT_MIN_PART_BYTES = 5 * 1024 * 1024;
+/** S3's maximum size of one part. */
+export const MAX_PART_BYTES = 5 * 1024 ** 3;
+export const MAX_PART_NUMBER = 10000;
+
+export function isValidPartNumber(partNumber: unknown): partNumber is number {
+  return Number.isInteger(partNumber) && (partNumber as number) >= 1 && (partNumber as number) <= MAX_PART_NUMBER;
+}
+
+/** Quotes and case differ between servers and clients; the MD5 hex inside is what counts. */
+export function normalizeEtag(etag: string): string {
+  return etag.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+}
+
+/**
+ * Checks a completion request against the parts actually uploaded; returns those parts in order.
+ * Throws MultipartError naming the first offending part.
+ */
+export function checkCompletion(
+  requested: readonly { partNumber: number; etag: string }[],
+  uploaded: readonly UploadedPart[],
+  minPartBytes: number,
+): UploadedPart[] {
+  if (!Array.isArray(requested) || requested.length === 0) throw new MultipartError('at least one part must be listed');
+  if (requested.length > MAX_PART_NUMBER) throw new MultipartError(`at most ${MAX_PART_NUMBER} parts can be listed`);
+  for (const [index, part] of requested.entries()) {
+    if (!isValidPartNumber(part?.partNumber)) {
+      throw new MultipartError(`invalid part number ${JSON.stringify(part?.partNumber)}`);
+    }
+    if (typeof part.etag !== 'string') throw new MultipartError(`part ${part.partNumber} has no ETag`);
+    const previous = requested[index - 1];
+    if (previous !== undefined && part.partNumber === previous.partNumber) {
+      throw new MultipartError(`part ${part.partNumber} is listed twice`);
+    }
+    if (previous !== undefined && part.partNumber < previous.partNumber) {
+      throw new MultipartError(`parts must be listed in order: part ${part.partNumber} after part ${previous.partNumber}`);
+    }
+  }
+  // Strictly increasing from here on, so the first gap is where the number runs ahead of the index.
+  for (const [index, part] of requested.entries()) {
+    if (part.partNumber !== index + 1) throw new MultipartError(`part ${index + 1} is missing`);
+  }
+
+  const byNumber = new Map(uploaded.map((part) => [part.partNumber, part]));
+  const parts: UploadedPart[] = [];
+  for (const [index, part] of requested.entries()) {
+    const stored = byNumber.get(part.partNumber);
+    if (stored === undefined) throw new MultipartError(`part ${part.partNumber} is missing`);
+    if (normalizeEtag(part.etag) !== normalizeEtag(stored.etag)) {
+      throw new MultipartError(`ETag of part ${part.partNumber} does not match the uploaded part`);
+    }
+    if (index < requested.length - 1 && stored.size < minPartBytes) {
+      throw new MultipartError(
+        `part ${part.partNumber} is ${stored.size} bytes; every part but the last must be at least ${minPartBytes} bytes`,
+      );
+    }
+    parts.push(stored);
+  }
+  return parts;
+}

@@ -1,0 +1,162 @@
+// Background work on stored files, level-triggered from the database like the reconciler:
+// - store-file: QUEUED -> DOWNLOADING -> DOWNLOADED -> (probe, store) -> STORED, or FAILED;
+// - direct uploads: UPLOADED -> (probe) -> STORED;
+// - uploads neither completed nor aborted within the allowed time: aborted, FAILED (UPLOAD_EXPIRED).
+// A restart resumes: files caught mid-download start their download again.
+import { createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from 'pino';
+import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import { FileStatus } from '../core/commands/command-status.ts';
+import { ErrorStatus } from '../core/commands/error-status.ts';
+import type { FileRow, FilesRepo } from '../core/files/files-repo.ts';
+import { contentTypeForFileName } from '../core/media/mime.ts';
+import { probeOrDescribe } from '../core/media/unknown-media.ts';
+import { createAddressPolicy } from '../core/net/address-policy.ts';
+import { DownloadError, downloadToFile } from '../core/net/download.ts';
+import type { Storage } from '../core/storage/storage.ts';
+
+export interface FileTasksOptions {
+  files: FilesRepo;
+  accounts: AccountsRepo;
+  storage: Storage;
+  logger: Logger;
+  workDir: string;
+  download: { maxBytes: number; timeoutSeconds: number; allow: string[] };
+  /** Uploads older than this are cleaned up (seconds; the spec's default is 7 days). */
+  abandonedUploadSeconds: number;
+  clock?: () => Date;
+  resyncMs?: number;
+}
+
+export class FileTasks {
+  private readonly o: FileTasksOptions;
+  private readonly clock: () => Date;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private readonly abort = new AbortController();
+
+  constructor(o: FileTasksOptions) {
+    this.o = o;
+    this.clock = o.clock ?? (() => new Date());
+  }
+
+  async start(): Promise<void> {
+    // Work cut short by a restart starts over.
+    for (const f of await this.o.files.withStatus([FileStatus.DOWNLOADING, FileStatus.DOWNLOADED], 10_000)) {
+      await this.o.files.update(f.id, { status: FileStatus.QUEUED });
+    }
+    this.kick();
+    this.timer = setInterval(() => this.kick(), this.o.resyncMs ?? 60_000);
+    this.timer.unref();
+  }
+
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((err) => this.o.logger.error({ err }, 'file tasks pass failed; the next pass retries'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass; exposed so tests (with an injected clock) can run the cleanup deterministically. */
+  async pass(): Promise<void> {
+    await this.cleanAbandonedUploads();
+    for (const f of await this.o.files.withStatus([FileStatus.QUEUED, FileStatus.UPLOADED])) {
+      if (this.stopped) return;
+      if (f.status === FileStatus.UPLOADED) await this.probeUploaded(f);
+      else if (f.uploadId === null && !f.isDeleted) await this.storeFromUrl(f);
+    }
+  }
+
+  private async cleanAbandonedUploads(): Promise<void> {
+    const cutoff = new Date(this.clock().getTime() - this.o.abandonedUploadSeconds * 1000);
+    for (const f of await this.o.files.staleUploads(cutoff, FileStatus.QUEUED)) {
+      const moved = await this.o.files.transition(f.id, FileStatus.QUEUED, {
+        status: FileStatus.FAILED,
+        errorStatus: ErrorStatus.UPLOAD_EXPIRED,
+        errorMessage: `the upload was neither completed nor aborted within ${Math.round(this.o.abandonedUploadSeconds / 86400 * 10) / 10} days; its parts were discarded`,
+      });
+      if (moved) {
+        await this.o.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
+        this.o.logger.info({ file_id: f.id }, 'abandoned upload cleaned up');
+      }
+    }
+  }
+
+  private async storeFromUrl(f: FileRow): Promise<void> {
+    if (!(await this.o.files.transition(f.id, FileStatus.QUEUED, { status: FileStatus.DOWNLOADING }))) return;
+    const log = this.o.logger.child({ file_id: f.id });
+    await this.withTempDir(async (dir) => {
+      const path = join(dir, f.fileName);
+      try {
+        await downloadToFile(f.originalFileUrl!, path, {
+          maxBytes: this.o.download.maxBytes,
+          timeoutMs: this.o.download.timeoutSeconds * 1000,
+          policy: createAddressPolicy(this.o.download.allow),
+          signal: this.abort.signal,
+        });
+      } catch (err) {
+        if (err instanceof DownloadError) return this.fail(f, err.errorStatus, err.message);
+        if (this.stopped) return; // shutting down: the next start downloads again
+        throw err;
+      }
+      const { size } = await stat(path);
+      await this.o.files.update(f.id, { status: FileStatus.DOWNLOADED });
+      const account = await this.o.accounts.getAccount(f.accountId);
+      const used = await this.o.files.storageUsedBytes(f.accountId);
+      if (account && used + size > account.plan.storageQuotaBytes) {
+        return this.fail(f, ErrorStatus.STORAGE_QUOTA_EXCEEDED, `the file (${size} bytes) would exceed the storage quota of your plan (${account.plan.name})`);
+      }
+      const media = await probeOrDescribe(path, f.fileName);
+      await this.o.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));
+      await this.o.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media });
+      log.info({ size }, 'file stored');
+    });
+  }
+
+  private async probeUploaded(f: FileRow): Promise<void> {
+    await this.withTempDir(async (dir) => {
+      // Probe a local copy: ffprobe only ever reads local files.
+      const path = join(dir, f.fileName);
+      await pipeline(await this.o.storage.read(f.storageKey), createWriteStream(path));
+      const media = await probeOrDescribe(path, f.fileName);
+      await this.o.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media });
+    });
+  }
+
+  private async fail(f: FileRow, errorStatus: string, message: string): Promise<void> {
+    await this.o.files.update(f.id, { status: FileStatus.FAILED, errorStatus, errorMessage: message });
+    this.o.logger.warn({ file_id: f.id, error_status: errorStatus, error_message: message }, 'file failed');
+  }
+
+  private async withTempDir(work: (dir: string) => Promise<void>): Promise<void> {
+    await mkdir(this.o.workDir, { recursive: true });
+    const dir = await mkdtemp(join(this.o.workDir, 'file-'));
+    try {
+      await work(dir);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+}

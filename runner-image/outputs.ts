@@ -1,0 +1,103 @@
+// UPLOADING: every declared output is checked, probed and PUT to its presigned URL. Playlists and
+// OUTPUT_FOLDER travel as one zip each (their file names are only known once ffmpeg has run).
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { Readable } from 'node:stream';
+import { ErrorStatus } from '../core/commands/error-status.ts';
+import type { OutputResult, StepOutput } from '../core/jobs/step-spec.ts';
+import { zipFiles } from '../core/archive/zip-files.ts';
+import { contentTypeForFileName } from '../core/media/mime.ts';
+import { probeOrDescribe, unknownMedia } from '../core/media/unknown-media.ts';
+import { INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
+import { StepFailure } from './step-failure.ts';
+
+/** Files under `base` (relative paths), with their size and modification time. */
+export async function listFiles(base: string, skipTopLevel: string[] = []): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  const walk = async (folder: string) => {
+    for (const entry of await readdir(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name);
+      const rel = relative(base, path);
+      if (skipTopLevel.includes(rel.split('/')[0])) continue;
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isFile()) {
+        const s = await stat(path);
+        found.set(rel, `${s.size}:${s.mtimeMs}`);
+      }
+    }
+  };
+  await walk(base);
+  return found;
+}
+
+export async function collectOutputs(
+  outputs: StepOutput[],
+  dir: string,
+  before: Map<string, string>,
+  o: { signal: AbortSignal; ffprobePath?: string },
+): Promise<OutputResult[]> {
+  const results: OutputResult[] = [];
+  for (const output of outputs) {
+    if (output.kind === 'file') results.push(await uploadFile(output, dir, o));
+    else if (output.kind === 'playlist') results.push(await uploadPlaylist(output, dir, o));
+    else results.push(await uploadFolder(output, dir, before, o));
+  }
+  return results;
+}
+
+async function uploadFile(output: StepOutput, dir: string, o: { signal: AbortSignal; ffprobePath?: string }): Promise<OutputResult> {
+  const path = join(dir, OUTPUT_DIR, output.alias, output.fileName);
+  const size = await nonEmptySize(path, output);
+  const media = await probeOrDescribe(path, output.fileName, { ffprobePath: o.ffprobePath });
+  await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o.signal);
+  return { alias: output.alias, fileName: output.fileName, size, media };
+}
+
+async function uploadPlaylist(output: StepOutput, dir: string, o: { signal: AbortSignal; ffprobePath?: string }): Promise<OutputResult> {
+  const folder = join(dir, OUTPUT_DIR, output.alias);
+  await nonEmptySize(join(folder, output.fileName), output);
+  const media = await probeOrDescribe(join(folder, output.fileName), output.fileName, { ffprobePath: o.ffprobePath });
+  const names = [...(await listFiles(folder)).keys()];
+  const zipPath = join(dir, `${output.alias}.zip`);
+  const zip = await zipFiles(folder, names, zipPath);
+  await put(output, zipPath, zip.size, 'application/zip', o.signal);
+  return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: names.length, compressedSize: zip.size, media };
+}
+
+async function uploadFolder(output: StepOutput, dir: string, before: Map<string, string>, o: { signal: AbortSignal }): Promise<OutputResult> {
+  const after = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
+  const produced = [...after].filter(([name, stamp]) => before.get(name) !== stamp).map(([name]) => name).sort();
+  if (produced.length === 0) {
+    throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, 'ffmpeg finished but wrote no files into the working folder for OUTPUT_FOLDER');
+  }
+  await mkdir(join(dir, OUTPUT_DIR), { recursive: true });
+  const zipPath = join(dir, OUTPUT_DIR, output.fileName);
+  const zip = await zipFiles(dir, produced, zipPath);
+  await put(output, zipPath, zip.size, 'application/zip', o.signal);
+  return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: produced.length, compressedSize: zip.size, media: unknownMedia(output.fileName) };
+}
+
+async function nonEmptySize(path: string, output: StepOutput): Promise<number> {
+  const size = await stat(path).then((s) => (s.isFile() ? s.size : 0), () => 0);
+  if (size === 0) {
+    throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, `ffmpeg finished but did not write ${output.alias} (${output.fileName}); check that the command writes to {{${output.alias}}}`);
+  }
+  return size;
+}
+
+async function put(output: StepOutput, path: string, size: number, contentType: string, signal: AbortSignal): Promise<void> {
+  try {
+    const res = await fetch(output.uploadUrl, {
+      method: 'PUT',
+      body: Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>,
+      headers: { 'content-length': String(size), 'content-type': contentType },
+      signal,
+      duplex: 'half',
+    } as RequestInit);
+    await res.body?.cancel();
+    if (!res.ok) throw new Error(`storage answered HTTP ${res.status}`);
+  } catch (err) {
+    throw new StepFailure(ErrorStatus.OUTPUT_UPLOAD_FAILED, `could not store ${output.alias}: ${(err as Error).message}`);
+  }
+}
