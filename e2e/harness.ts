@@ -79,6 +79,8 @@ export interface ServiceFixture {
 export interface ServiceOptions {
   allow?: string[];
   env?: Record<string, string>;
+  /** Receives the service's JSON log lines (at FFOP_LOG_LEVEL, or 'info' when given). */
+  logLines?: string[];
 }
 
 export async function startService(opts: ServiceOptions = {}): Promise<ServiceFixture> {
@@ -90,10 +92,11 @@ export async function startService(opts: ServiceOptions = {}): Promise<ServiceFi
     FFOP_DATA_DIR: dataDir,
     FFOP_DATABASE_URL: databaseUrl,
     FFOP_ALLOW_ADDRESSES: (opts.allow ?? []).join(','),
-    FFOP_LOG_LEVEL: process.env.FFOP_TEST_LOG_LEVEL ?? 'silent',
+    FFOP_LOG_LEVEL: opts.logLines ? 'info' : (process.env.FFOP_TEST_LOG_LEVEL ?? 'silent'),
     ...opts.env,
   };
-  const logger = createLogger(env.FFOP_LOG_LEVEL);
+  const sink = opts.logLines;
+  const logger = createLogger(env.FFOP_LOG_LEVEL, sink ? { write: (line: string) => void sink.push(line) } : undefined);
   let service = await startEmbedded(loadConfig(env), logger);
   const fixture: ServiceFixture = {
     service,

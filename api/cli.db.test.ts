@@ -1,0 +1,71 @@
+// The accounts/keys CLI against a real database, and the keys it makes against the API's auth.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import { openDatabase } from '../core/db/database.ts';
+import { createTestDatabaseUrl } from '../core/db/test-database.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from './cli.ts';
+
+let dropDb: () => Promise<void>;
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ffop-cli-'));
+  const db = await createTestDatabaseUrl();
+  // PGlite in a folder: the CLI opens and closes the database on every call, as a user's shell would.
+  process.env.FFOP_DATABASE_URL = db.url === 'pglite:memory' ? `pglite:${join(dir, 'db')}` : db.url;
+  dropDb = db.drop;
+});
+after(async () => {
+  await dropDb();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function cli(...args: string[]): Promise<{ code: number; out: string[] }> {
+  const out: string[] = [];
+  const code = await runCli(args, (l) => out.push(l));
+  return { code, out };
+}
+
+test('create an account, keys in two environments, list, change plan, revoke', async () => {
+  assert.equal((await cli('accounts', 'create', 'acme', '--plan', 'pro')).code, 0);
+  assert.match((await cli('accounts', 'list')).out.join('\n'), /acme\tpro/);
+  const main = (await cli('keys', 'create', 'acme')).out[0];
+  const test = (await cli('keys', 'create', 'acme', '--env', 'test', '--label', 'ci')).out[0];
+  assert.match(main, /^ffo_[0-9a-f]{12}_[A-Za-z0-9_-]{32}$/);
+  const listed = (await cli('keys', 'list', 'acme')).out;
+  assert.equal(listed.length, 2);
+  assert.ok(listed.some((l) => l.includes('\ttest\tactive\tci')));
+  assert.ok(!listed.join('').includes(main.slice(17)), 'secrets are never listed');
+
+  const database = await openDatabase(process.env.FFOP_DATABASE_URL!);
+  try {
+    const accounts = new AccountsRepo(database.db);
+    assert.equal((await accounts.authenticate(test))?.environment, 'test');
+    assert.equal((await accounts.authenticate(main))?.account.plan.name, 'pro');
+  } finally {
+    await database.close();
+  }
+  assert.equal((await cli('accounts', 'set-plan', 'acme', 'free')).code, 0);
+  assert.equal((await cli('keys', 'revoke', main)).code, 0);
+  const again = await cli('keys', 'revoke', main);
+  assert.equal(again.code, 2);
+  const database2 = await openDatabase(process.env.FFOP_DATABASE_URL!);
+  try {
+    const accounts = new AccountsRepo(database2.db);
+    assert.equal(await accounts.authenticate(main), null);
+    assert.equal((await accounts.authenticate(test))?.account.plan.name, 'free');
+  } finally {
+    await database2.close();
+  }
+});
+
+test('mistakes are explained, with exit code 2', async () => {
+  assert.match((await cli('accounts', 'create', 'x', '--plan', 'gold')).out[0], /unknown plan "gold"/);
+  assert.match((await cli('keys', 'create', 'nobody')).out[0], /no account named "nobody"/);
+  assert.equal((await cli('keys', 'create', 'acme', '--env', 'Bad Env')).code, 2);
+  assert.equal((await cli('frobnicate')).code, 2);
+  assert.match((await cli('plans')).out.join('\n'), /free\tmax vCPUs 4/);
+});
