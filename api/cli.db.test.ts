@@ -69,3 +69,25 @@ test('mistakes are explained, with exit code 2', async () => {
   assert.equal((await cli('frobnicate')).code, 2);
   assert.match((await cli('plans')).out.join('\n'), /free\tmax vCPUs 4/);
 });
+
+test('while the embedded service runs, the CLI works (through its admin socket when PGlite is locked)', async () => {
+  const { startService } = await import('../e2e/harness.ts');
+  const { execFile } = await import('node:child_process');
+  const svc = await startService();
+  try {
+    const env = { ...process.env, FFOP_DATA_DIR: svc.dataDir, FFOP_DATABASE_URL: svc.service.database.driver === 'pglite' ? `pglite:${join(svc.dataDir, 'db')}` : process.env.FFOP_DATABASE_URL_OF_SERVICE ?? '' };
+    if (svc.service.database.driver !== 'pglite') return; // PostgreSQL has no lock: covered by the test above
+    const run = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string }>((resolve) =>
+        execFile(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'cli.ts'), ...args], { env }, (err, stdout) =>
+          resolve({ code: err ? (err as any).code : 0, stdout })),
+      );
+    const created = await run('accounts', 'create', 'live', '--plan', 'pro');
+    assert.equal(created.code, 0, created.stdout);
+    const key = (await run('keys', 'create', 'live')).stdout.trim();
+    const res = await svc.client(key).get('/v1/commands');
+    assert.equal(res.status, 200, 'a key made while the service runs works at once');
+  } finally {
+    await svc.close();
+  }
+});

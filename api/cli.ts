@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { PLANS } from '../core/accounts/plans.ts';
 import { loadConfig } from '../core/config.ts';
-import { openDatabase } from '../core/db/database.ts';
+import { openDatabase, type Database } from '../core/db/database.ts';
+import { adminSocketPath, runThroughAdminSocket } from './admin-socket.ts';
 
 const USAGE = `usage: npm run cli -- <command>
   accounts create <name> [--plan free|pro]     create an account (default plan: free)
@@ -13,10 +14,11 @@ const USAGE = `usage: npm run cli -- <command>
   keys list <account>                          list an account's keys (ids only)
   keys revoke <key-id | full key>              revoke a key
   plans                                        list plans and what they allow
-The database is the service's (FFOP_DATA_DIR / FFOP_DATABASE_URL, as for the service). In embedded
-mode (PGlite) stop the service first: PGlite allows one process at a time.`;
+The database is the service's (FFOP_DATA_DIR / FFOP_DATABASE_URL, as for the service). While the
+embedded service runs (PGlite allows one process), the command goes through its admin socket.`;
 
-export async function runCli(argv: string[], out: (line: string) => void): Promise<number> {
+/** Runs one CLI command. With `database` (the running service's admin socket) that database is used. */
+export async function runCli(argv: string[], out: (line: string) => void, opts: { database?: Database } = {}): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -33,7 +35,7 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     }
     return 0;
   }
-  const database = await openDatabase(loadConfig().databaseUrl);
+  const database = opts.database ?? (await openDatabase(loadConfig().databaseUrl));
   try {
     const accounts = new AccountsRepo(database.db);
     const account = async (name: string | undefined) => {
@@ -89,14 +91,25 @@ export async function runCli(argv: string[], out: (line: string) => void): Promi
     }
     throw err;
   } finally {
-    await database.close();
+    if (!opts.database) await database.close();
   }
 }
 
 class UsageError extends Error {}
 
+/** From a shell: directly, or through the running service when it holds the embedded database. */
+async function main(argv: string[]): Promise<number> {
+  const print = (line: string) => console.log(line);
+  try {
+    return await runCli(argv, print);
+  } catch (err) {
+    if (!/is in use by process/.test((err as Error).message)) throw err;
+    return runThroughAdminSocket(adminSocketPath(loadConfig().dataDir), argv, print);
+  }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runCli(process.argv.slice(2), (line) => console.log(line)).then(
+  main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err) => {
       console.error(`error: ${(err as Error).message}`);

@@ -18,7 +18,11 @@ import type { Storage } from '../core/storage/storage.ts';
 import { LocalProcessBackend } from '../operator/backends/local-process-backend.ts';
 import { Reconciler } from '../operator/reconciler.ts';
 import { storageFilesRoutes } from './routes/storage-files.ts';
+import { publicFilesProxy } from './routes/public-files-proxy.ts';
+import { createStorage } from '../core/storage/create-storage.ts';
 import { createApp } from './app.ts';
+import { adminSocketPath, startAdminSocket } from './admin-socket.ts';
+import { runCli } from './cli.ts';
 
 export interface EmbeddedService {
   url: string;
@@ -53,10 +57,12 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     const commands = new CommandsRepo(database.db);
     const files = new FilesRepo(database.db);
     const initialKey = await ensureDefaultAccount(accounts, config, logger);
-    const storage = new LocalStorage({
-      root: config.storageDir,
-      publicBaseUrl: publicUrl,
+    const storage = createStorage({
+      kind: config.storage,
+      publicUrl,
       signingKey: config.signingKey ?? (await persistentSecret(join(config.dataDir, 'signing-key'))),
+      localDir: config.storageDir,
+      s3: config.s3 ?? undefined,
     });
     const backend = new LocalProcessBackend({ logger, workRoot: config.workDir, capacityVcpus: config.localMaxVcpus });
     const reconciler = new Reconciler({
@@ -92,7 +98,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       dispatch: () => reconciler.kick(),
       kickFileTasks: () => fileTasks.kick(),
       uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
-      storageRoutes: storageFilesRoutes(storage),
+      storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
       ready: async () => {
         await database.db.execute(sql`select 1`);
@@ -103,7 +109,8 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     const url = publicUrl;
     reconciler.start();
     await fileTasks.start();
-    logger.info({ url, database: database.driver, data_dir: config.dataDir }, 'ffmpeg-operator started (embedded mode)');
+    const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, runCli);
+    logger.info({ url, database: database.driver, storage: config.storage, data_dir: config.dataDir }, 'ffmpeg-operator started (embedded mode)');
     return {
       url,
       database,
@@ -115,6 +122,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       fileTasks,
       initialKey,
       close: async () => {
+        await admin.close();
         await new Promise<void>((res) => server.close(() => res()));
         await reconciler.stop();
         await fileTasks.stop();

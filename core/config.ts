@@ -8,7 +8,9 @@ export interface Config {
   dataDir: string;
   databaseUrl: string;
   publicUrl: string;
+  storage: 'local' | 's3';
   storageDir: string;
+  s3: { endpoint: string; region: string; bucket: string; accessKey: string; secretKey: string } | null;
   workDir: string;
   signingKey: string | null;
   allowAddresses: string[];
@@ -33,6 +35,18 @@ function num(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+function required(env: Env, name: string): string {
+  const value = env[name];
+  if (!value) throw new Error(`${name} must be set`);
+  return value;
+}
+
+function storageKind(raw: string | undefined): 'local' | 's3' {
+  if (raw === undefined || raw === '' || raw === 'local') return 'local';
+  if (raw === 's3') return 's3';
+  throw new Error(`FFOP_STORAGE must be "local" or "s3", got "${raw}"`);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const host = env.FFOP_HOST ?? '127.0.0.1';
   // Port 0 picks a free port (tests).
@@ -45,7 +59,17 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl: env.FFOP_DATABASE_URL ?? `pglite:${join(dataDir, 'db')}`,
     publicUrl: (env.FFOP_PUBLIC_URL ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    storage: storageKind(env.FFOP_STORAGE),
     storageDir: env.FFOP_STORAGE_DIR ?? join(dataDir, 'storage'),
+    s3: env.FFOP_S3_ENDPOINT
+      ? {
+          endpoint: env.FFOP_S3_ENDPOINT,
+          region: env.FFOP_S3_REGION ?? 'us-east-1',
+          bucket: required(env, 'FFOP_S3_BUCKET'),
+          accessKey: required(env, 'FFOP_S3_ACCESS_KEY'),
+          secretKey: required(env, 'FFOP_S3_SECRET_KEY'),
+        }
+      : null,
     workDir: env.FFOP_WORK_DIR ?? join(dataDir, 'work'),
     signingKey: env.FFOP_SIGNING_KEY ?? null,
     allowAddresses: (env.FFOP_ALLOW_ADDRESSES ?? '').split(',').map((s) => s.trim()).filter(Boolean),

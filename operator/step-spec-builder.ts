@@ -36,7 +36,7 @@ export async function buildStepSpec(c: CommandRow, step: number, storage: Storag
   for (const alias of parsed.inputAliases) {
     const external = c.inputs[alias];
     if (external !== undefined) {
-      const key = storageKeyOfUrl(storage, external);
+      const key = await storageKeyOfUrl(storage, external);
       if (key !== null && accountMayRead(key, c.accountId)) {
         inputs.push({ alias, url: await storage.presignGet(key, urlTtl), source: 'storage' });
       } else {
@@ -59,7 +59,7 @@ export async function buildStepSpec(c: CommandRow, step: number, storage: Storag
 
   let archive: StepSpec['archive'];
   if (c.inputArchiveUrl) {
-    const key = storageKeyOfUrl(storage, c.inputArchiveUrl);
+    const key = await storageKeyOfUrl(storage, c.inputArchiveUrl);
     archive =
       key !== null && accountMayRead(key, c.accountId)
         ? { url: await storage.presignGet(key, urlTtl), source: 'storage' }

@@ -11,12 +11,12 @@ test('storage URLs are recognised, with or without a signature; other URLs are n
   try {
     const storage = new LocalStorage({ root, publicBaseUrl: 'http://127.0.0.1:8080', signingKey: 'k'.repeat(32) });
     const key = 'private/acc-1/file-1/my clip.mp4';
-    assert.equal(storageKeyOfUrl(storage, storage.publicUrl(key)), key);
-    assert.equal(storageKeyOfUrl(storage, await storage.presignGet(key, 60)), key);
-    assert.equal(storageKeyOfUrl(storage, 'http://127.0.0.1:8080/other/x.mp4'), null);
-    assert.equal(storageKeyOfUrl(storage, 'http://127.0.0.1:8081/storage/public/a/b/x.mp4'), null);
-    assert.equal(storageKeyOfUrl(storage, 'https://example.com/storage/public/a/b/x.mp4'), null);
-    assert.equal(storageKeyOfUrl(storage, 'not a url'), null);
+    assert.equal(await storageKeyOfUrl(storage, storage.publicUrl(key)), key);
+    assert.equal(await storageKeyOfUrl(storage, await storage.presignGet(key, 60)), key);
+    assert.equal(await storageKeyOfUrl(storage, 'http://127.0.0.1:8080/other/x.mp4'), null);
+    assert.equal(await storageKeyOfUrl(storage, 'http://127.0.0.1:8081/storage/public/a/b/x.mp4'), null);
+    assert.equal(await storageKeyOfUrl(storage, 'https://example.com/storage/public/a/b/x.mp4'), null);
+    assert.equal(await storageKeyOfUrl(storage, 'not a url'), null);
   } finally {
     await rm(root, { recursive: true, force: true });
   }

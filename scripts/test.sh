@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what it needs, type-checks, runs unit tests, runs the database and
-# end-to-end suites once against PGlite and once against a real PostgreSQL it starts (and stops).
+# end-to-end suites once against PGlite and once against a real PostgreSQL it starts (and stops),
+# with a real S3 server (versitygw) for the S3 storage tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,10 @@ echo "== typecheck"
 npx --no-install tsc --noEmit -p .
 
 pg_url=$(bash scripts/postgres.sh start)
-trap 'bash scripts/postgres.sh stop' EXIT
+# versitygw (a real S3 server that checks signatures), built once into the tools cache.
+eval "$(bash scripts/versitygw.sh start)"
+export FFOP_TEST_S3_ENDPOINT FFOP_TEST_S3_REGION FFOP_TEST_S3_ACCESS_KEY FFOP_TEST_S3_SECRET_KEY
+trap 'bash scripts/postgres.sh stop; bash scripts/versitygw.sh stop' EXIT
 
 # Unit tests need neither database; *.db.test.ts and e2e tests run against both.
 mapfile -t unit < <(find core api operator runner-image -name '*.test.ts' ! -name '*.db.test.ts' | sort)

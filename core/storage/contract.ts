@@ -51,8 +51,11 @@ export function storageContract(
       scratchDir = await mkdtemp(join(tmpdir(), 'storage-contract-'));
     });
     after(async () => {
-      await backend?.close();
-      if (scratchDir) await rm(scratchDir, { recursive: true, force: true });
+      try {
+        await backend?.close();
+      } finally {
+        if (scratchDir) await rm(scratchDir, { recursive: true, force: true });
+      }
     });
 
     /** A fresh folder per test, so tests never see each other's objects. */
