@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Builds the test control plane binaries (kube-apiserver, kube-controller-manager, kubectl, etcd)
+# from the published Go modules and caches them outside the repo, keyed by version:
+#   ${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}/k8s-<ver>/ and etcd-<ver>/
+# A cached run only tests for the files, so it returns at once.
+# Prints shell assignments (FFOP_K8S_BIN_DIR=..., FFOP_ETCD_BIN_DIR=...) on stdout; progress goes to stderr.
+#
+# Env: FFOP_K8S_VERSION (default below), FFOP_ETCD_VERSION, FFOP_TOOLS_DIR.
+set -euo pipefail
+
+K8S_VERSION="${FFOP_K8S_VERSION:-v1.37.2}"
+ETCD_VERSION="${FFOP_ETCD_VERSION:-v3.6.16}"
+TOOLS_DIR="${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}"
+K8S_DIR="$TOOLS_DIR/k8s-$K8S_VERSION"
+ETCD_DIR="$TOOLS_DIR/etcd-$ETCD_VERSION"
+K8S_BINARIES=(kube-apiserver kube-controller-manager kubectl)
+
+log() { echo "build.sh: $*" >&2; }
+
+k8s_cached() {
+  local b
+  for b in "${K8S_BINARIES[@]}"; do [[ -x "$K8S_DIR/$b" ]] || return 1; done
+}
+etcd_cached() { [[ -x "$ETCD_DIR/etcd" ]]; }
+
+print_locations() {
+  echo "FFOP_K8S_BIN_DIR=$K8S_DIR"
+  echo "FFOP_ETCD_BIN_DIR=$ETCD_DIR"
+}
+
+if k8s_cached && etcd_cached; then
+  print_locations
+  exit 0
+fi
+
+command -v go >/dev/null || { log "go is not installed"; exit 1; }
+mkdir -p "$TOOLS_DIR"
+
+# Two test runs may ask for a build at once: one builds, the other waits and then finds the cache.
+exec 9>"$TOOLS_DIR/.build.lock"
+flock 9
+
+# Never fetch another toolchain, never let a surrounding go.work or vendor dir interfere.
+export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0
+export GOFLAGS="-mod=mod -buildvcs=false"
+
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/ffop-cp-build.XXXXXX")"
+trap 'chmod -R u+w "$SCRATCH" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+
+# `go mod download -json` prints one JSON object; pull one string field out of it without jq.
+json_field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}$/\1/p" | head -n1; }
+
+# go directive of a go.mod file, e.g. "1.26.0".
+go_directive() { awk '$1 == "go" { print $2; exit }' "$1"; }
+
+# Fails early with a clear message if the local toolchain is older than a go.mod asks for.
+check_toolchain() {
+  local want="$1" have
+  have="$(go env GOVERSION)"; have="${have#go}"
+  if [[ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -n1)" != "$want" ]]; then
+    log "go $have is older than the go $want that $2 needs"; exit 1
+  fi
+}
+
+build_k8s() {
+  local mod_file go_version minor staging_version out version_pkg client_version_pkg ldflags
+  log "building Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kubectl); this takes a while"
+  mod_file="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | json_field GoMod)"
+  [[ -f "$mod_file" ]] || { log "could not download k8s.io/kubernetes@$K8S_VERSION"; exit 1; }
+  go_version="$(go_directive "$mod_file")"
+  check_toolchain "$go_version" "k8s.io/kubernetes@$K8S_VERSION"
+
+  # Staging modules are published as k8s.io/<name> v0.<minor>.<patch> for kubernetes v1.<minor>.<patch>.
+  staging_version="v0.${K8S_VERSION#v1.}"
+  minor="$(echo "$K8S_VERSION" | cut -d. -f2)"
+
+  mkdir -p "$SCRATCH/k8s"
+  {
+    echo "module ffop.local/k8s-build"
+    echo
+    echo "go $go_version"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    echo "replace ("
+    # Every "k8s.io/<name> => ./staging/..." line of the release's go.mod becomes the published module.
+    awk -v v="$staging_version" '$2 == "=>" && $3 ~ /^\.\/staging\// { print "\t" $1 " => " $1 " " v }' "$mod_file"
+    echo ")"
+  } >"$SCRATCH/k8s/go.mod"
+  grep -q '=> k8s.io/' "$SCRATCH/k8s/go.mod" || { log "found no staging replacements in $mod_file"; exit 1; }
+
+  version_pkg="k8s.io/component-base/version"
+  client_version_pkg="k8s.io/client-go/pkg/version"
+  ldflags="-s -w"
+  local pkg
+  for pkg in "$version_pkg" "$client_version_pkg"; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+
+  out="$SCRATCH/k8s/out"
+  mkdir -p "$out"
+  (
+    cd "$SCRATCH/k8s"
+    local b
+    for b in "${K8S_BINARIES[@]}"; do
+      log "go build k8s.io/kubernetes/cmd/$b"
+      go build -trimpath -ldflags "$ldflags" -o "$out/$b" "k8s.io/kubernetes/cmd/$b"
+    done
+  )
+  install_dir "$out" "$K8S_DIR"
+}
+
+build_etcd() {
+  local mod_file go_version out
+  log "building etcd $ETCD_VERSION"
+  mod_file="$(go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | json_field GoMod)"
+  [[ -f "$mod_file" ]] || { log "could not download go.etcd.io/etcd/server/v3@$ETCD_VERSION"; exit 1; }
+  go_version="$(go_directive "$mod_file")"
+  check_toolchain "$go_version" "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+
+  mkdir -p "$SCRATCH/etcd"
+  printf 'module ffop.local/etcd-build\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' \
+    "$go_version" "$ETCD_VERSION" >"$SCRATCH/etcd/go.mod"
+  out="$SCRATCH/etcd/out"
+  mkdir -p "$out"
+  # The server module's root package is etcd's main package.
+  (cd "$SCRATCH/etcd" && go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+  install_dir "$out" "$ETCD_DIR"
+}
+
+# Moves a finished build into the cache in one rename, so a half-built directory never looks cached.
+install_dir() {
+  local from="$1" to="$2"
+  rm -rf "$to.partial"
+  mkdir -p "$(dirname "$to")"
+  mv "$from" "$to.partial"
+  rm -rf "$to"
+  mv "$to.partial" "$to"
+  log "installed $(ls "$to" | tr '\n' ' ')in $to"
+}
+
+start=$SECONDS
+k8s_cached || build_k8s
+etcd_cached || build_etcd
+log "done in $((SECONDS - start))s"
+print_locations
