@@ -27,6 +27,8 @@ export interface AppDeps {
   clock?: () => Date;
   /** Serves stored files (local storage backend only). */
   storageRoutes?: Hono<any>;
+  /** Cluster mode: where runner pods report their events. */
+  jobEventRoutes?: Hono<any>;
   /** Readiness: resolves when the database answers. */
   ready?: () => Promise<boolean>;
   maxBodyBytes?: number;
@@ -69,6 +71,7 @@ export function createApp(d: AppDeps): Hono {
 
   app.route('/', docsRoutes(api));
   if (d.storageRoutes) app.route('/', d.storageRoutes);
+  if (d.jobEventRoutes) app.route('/', d.jobEventRoutes);
   app.route('/', api);
   return app;
 }

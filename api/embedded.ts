@@ -137,7 +137,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
   }
 }
 
-function listen(fetch: Parameters<typeof serve>[0]['fetch'], hostname: string, port: number): Promise<ServerType> {
+export function listen(fetch: Parameters<typeof serve>[0]['fetch'], hostname: string, port: number): Promise<ServerType> {
   return new Promise((res, rej) => {
     const server = serve({ fetch, hostname, port }, () => res(server));
     server.once('error', rej);
@@ -154,7 +154,7 @@ async function ensureDefaultAccount(accounts: AccountsRepo, config: Config, logg
   return key;
 }
 
-async function persistentSecret(path: string): Promise<string> {
+export async function persistentSecret(path: string): Promise<string> {
   try {
     return (await readFile(path, 'utf8')).trim();
   } catch {

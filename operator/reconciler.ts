@@ -27,6 +27,10 @@ export interface ReconcilerOptions {
   maxAttempts?: number;
   /** Scratch space (unpacking playlists). */
   workDir: string;
+  /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
+  onCommandChanged?: (commandId: string) => void;
+  /** Cluster mode: make sure every active command has its FfmpegCommand (called on every pass). */
+  ensureResource?: (c: CommandRow) => Promise<'present' | 'created' | 'deleted'>;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
 }
@@ -78,7 +82,26 @@ export class Reconciler {
     return next;
   }
 
+  /** Stops a command's Job and fails it (cluster mode: its FfmpegCommand was deleted). */
+  cancel(commandId: string, message: string): Promise<void> {
+    return this.serial(async () => {
+      const c = await this.o.commands.findById(commandId);
+      if (!c || (c.status !== CommandStatus.QUEUED && c.status !== CommandStatus.PROCESSING)) return;
+      if (c.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(c.id, c.currentStep, c.attempt));
+      await this.fail(c, ErrorStatus.CANCELLED, message);
+    });
+  }
+
   async reconcileOnce(): Promise<void> {
+    if (this.o.ensureResource) {
+      for (const c of await this.o.commands.active()) {
+        const state = await this.o.ensureResource(c);
+        if (state === 'deleted') {
+          if (c.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(c.id, c.currentStep, c.attempt));
+          await this.fail(c, ErrorStatus.CANCELLED, 'its FfmpegCommand resource was deleted; the command was stopped');
+        }
+      }
+    }
     const active = await this.o.commands.active();
     const jobs = await this.o.backend.listJobNames();
     const running = active.filter((c) => c.status === CommandStatus.PROCESSING);
@@ -103,6 +126,7 @@ export class Reconciler {
       const c = queued.find((q) => q.id === id)!;
       const patch = { status: CommandStatus.PROCESSING, startedAt: this.clock(), currentStep: 0, attempt: 1 };
       await this.o.commands.update(c.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
+      this.o.onCommandChanged?.(c.id);
       this.log(c).info({ vcpu_count: c.vcpuCount }, 'command admitted');
       await this.startStep({ ...c, ...patch });
     }
@@ -140,6 +164,7 @@ export class Reconciler {
     }
     if (event.type === 'stage') {
       await this.o.commands.update(c.id, { processingStage: event.stage });
+      this.o.onCommandChanged?.(c.id);
       this.log(c).info({ step: c.currentStep, stage: event.stage }, 'stage');
       return;
     }
@@ -194,12 +219,14 @@ export class Reconciler {
         ffmpegSeconds,
         processedBytes,
       });
+      this.o.onCommandChanged?.(c.id);
       this.log(c).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
       this.kick(); // its vCPUs are free for the next queued command
       return;
     }
     const next = { currentStep: c.currentStep + 1, attempt: 1, ffmpegSeconds, processedBytes, processingStage: ProcessingStage.DOWNLOADING };
     await this.o.commands.completeStep(c.id, files, next);
+    this.o.onCommandChanged?.(c.id);
     this.log(c).info({ step: next.currentStep }, 'step done, starting the next one');
     await this.startStep({ ...c, ...next });
   }
@@ -213,6 +240,7 @@ export class Reconciler {
       ffmpegSeconds: c.ffmpegSeconds,
       processedBytes: c.processedBytes,
     });
+    this.o.onCommandChanged?.(c.id);
     this.log(c).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
     this.kick();
   }

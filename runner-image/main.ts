@@ -1,9 +1,14 @@
-// Runner entry point: reads a StepSpec (JSON) from stdin, runs it, prints RunnerEvents as JSON lines.
-// It stops ffmpeg and exits when told to (SIGTERM) or when the process that started it goes away.
+// Runner entry point. Embedded mode: the StepSpec (JSON) arrives on stdin and RunnerEvents go out as
+// JSON lines on stdout. Cluster mode (a Job's pod): the spec is in FFOP_STEP_SPEC and events are also
+// POSTed to FFOP_REPORT_URL with the Job's token. ffmpeg is stopped when the runner is told to stop
+// (SIGTERM) or when the process that started it goes away.
 import { text } from 'node:stream/consumers';
 import { tmpdir } from 'node:os';
+import { RUNNER_ENV } from '../core/k8s/names.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
+import { jobName } from '../core/jobs/job-name.ts';
 import { detectSandbox } from '../core/media/sandbox.ts';
+import { httpReporter, type Reporter } from './reporter.ts';
 import { runStep } from './run-step.ts';
 
 const abort = new AbortController();
@@ -15,13 +20,21 @@ const watch = setInterval(() => {
   if (process.ppid !== parent) abort.abort();
 }, 1000);
 watch.unref();
+process.stdout.on('error', () => abort.abort());
+
+const fromEnv = process.env[RUNNER_ENV.spec];
+const spec = JSON.parse(fromEnv ?? (await text(process.stdin))) as StepSpec;
+const attempt = Number(process.env.FFOP_ATTEMPT ?? '1');
+const reportUrl = process.env[RUNNER_ENV.reportUrl];
+const reporter: Reporter | null = reportUrl
+  ? httpReporter(reportUrl, process.env.FFOP_JOB_NAME ?? jobName(spec.commandId, spec.step, attempt), process.env[RUNNER_ENV.reportToken] ?? '')
+  : null;
 
 const emit = (event: RunnerEvent) => {
   process.stdout.write(JSON.stringify(event) + '\n');
+  reporter?.send(event);
 };
-process.stdout.on('error', () => abort.abort());
 
-const spec = JSON.parse(await text(process.stdin)) as StepSpec;
 await runStep(spec, {
   workRoot: process.env.FFOP_WORK_ROOT ?? tmpdir(),
   emit,
@@ -31,3 +44,7 @@ await runStep(spec, {
   ffprobePath: process.env.FFPROBE_PATH,
   maxOutputFileBytes: process.env.FFOP_MAX_OUTPUT_FILE_BYTES ? Number(process.env.FFOP_MAX_OUTPUT_FILE_BYTES) : undefined,
 });
+if (reporter && !(await reporter.flush())) {
+  process.stderr.write('could not deliver the result to the API\n');
+  process.exitCode = 1;
+}

@@ -90,6 +90,8 @@ export const commands = pgTable(
     ffmpegSeconds: doublePrecision('ffmpeg_seconds').notNull().default(0),
     processedBytes: bigint('processed_bytes', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    /** Cluster mode: when its FfmpegCommand resource was created (null: not yet; the operator creates it). */
+    resourceCreatedAt: timestamp('resource_created_at', { withTimezone: true, precision: 3 }),
     startedAt: timestamp('started_at', { withTimezone: true, precision: 3 }),
     finishedAt: timestamp('finished_at', { withTimezone: true, precision: 3 }),
   },
@@ -142,4 +144,20 @@ export const files = pgTable(
       .on(t.status, t.createdAt)
       .where(sql`${t.status} in ('QUEUED', 'DOWNLOADING', 'DOWNLOADED', 'UPLOADED')`),
   ],
+);
+
+/**
+ * Runner events of cluster-mode Jobs. A runner pod has no database access: it POSTs its events to
+ * the API (authenticated by a token scoped to its one Job), the API stores them here, and the
+ * operator's Kubernetes job backend reads them in order. Removed when the operator deletes the Job.
+ */
+export const jobEvents = pgTable(
+  'job_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    jobName: text('job_name').notNull(),
+    event: jsonb('event').$type<Record<string, unknown>>().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (t) => [index('job_events_job_idx').on(t.jobName)],
 );

@@ -2,13 +2,8 @@
 // The reconciler talks only to this interface; both backends pass operator/backends/contract.ts.
 import type { RunnerEvent, StepSpec } from '../../core/jobs/step-spec.ts';
 
-export interface JobRef {
-  /** Deterministic: the same command, step and attempt always give the same name. */
-  name: string;
-  commandId: string;
-  step: number;
-  attempt: number;
-}
+import type { JobRef } from '../../core/jobs/job-name.ts';
+export type { JobRef };
 
 export interface JobRequest {
   ref: JobRef;
@@ -35,6 +30,4 @@ export interface JobBackend {
   close(): Promise<void>;
 }
 
-export function jobName(commandId: string, step: number, attempt: number): string {
-  return `ffc-${commandId}-s${step}-a${attempt}`;
-}
+export { jobName, JOB_NAME_PATTERN, parseJobName } from '../../core/jobs/job-name.ts';

@@ -1,0 +1,33 @@
+// Names shared by the CRD, the RBAC manifests, the operator, the API and the test node agent.
+export const GROUP = 'ffmpeg-operator.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'FfmpegCommand';
+export const PLURAL = 'ffmpegcommands';
+export const SHORT_NAME = 'ffc';
+
+export const LABELS = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  commandId: `${GROUP}/command-id`,
+  step: `${GROUP}/step`,
+  account: `${GROUP}/account`,
+} as const;
+export const MANAGED_BY = 'ffmpeg-operator';
+
+/** The Job's one container; the test node agent runs it as a local runner process. */
+export const RUNNER_CONTAINER = 'runner';
+/** Environment of the runner container: the step to run, and where/how to report events. */
+export const RUNNER_ENV = {
+  spec: 'FFOP_STEP_SPEC',
+  reportUrl: 'FFOP_REPORT_URL',
+  reportToken: 'FFOP_REPORT_TOKEN',
+} as const;
+
+export const SERVICE_ACCOUNTS = {
+  operator: 'ffmpeg-operator',
+  api: 'ffmpeg-operator-api',
+  runner: 'ffmpeg-operator-runner',
+} as const;
+
+/** The Lease two operator replicas compete for. */
+export const LEADER_LEASE = 'ffmpeg-operator-leader';

@@ -1,0 +1,201 @@
+// Cluster mode's job backend: each step is a Kubernetes Job (server-side apply, deterministic name,
+// owned by its FfmpegCommand). Runner events reach the database through the API (runner pods have
+// no database access) and are read here in order; a Job that ends without a result (deadline, pod
+// failure, a runner that crashed) gets a result made from the Job's own status.
+import { BatchV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { ErrorStatus } from '../../core/commands/error-status.ts';
+import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
+import { jobToken } from '../../core/jobs/job-token.ts';
+import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
+import { LABELS, MANAGED_BY, RUNNER_CONTAINER, RUNNER_ENV, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
+import { keepInformer, type KeptInformer } from '../cluster/watch.ts';
+import { parseJobName, type JobBackend, type JobListener, type JobRef, type JobRequest } from './job-backend.ts';
+
+export interface KubernetesBackendOptions {
+  kubeconfig: KubeConfig;
+  namespace: string;
+  events: JobEventsRepo;
+  logger: Logger;
+  runnerImage: string;
+  /** The API's job-events endpoint as runner pods reach it. */
+  reportUrl: string;
+  tokenSecret: string;
+  /** The FfmpegCommand that owns a command's Jobs (for ownerReferences and garbage collection). */
+  ownerOf: (commandId: string) => { name: string; uid: string; apiVersion: string; kind: string } | null;
+  ttlSecondsAfterFinished?: number;
+  pollMs?: number;
+}
+
+const FIELD_MANAGER = 'ffmpeg-operator';
+
+export class KubernetesBackend implements JobBackend {
+  readonly capacityVcpus = null; // the scheduler decides where and when pods run
+  private readonly o: KubernetesBackendOptions;
+  private readonly listeners: JobListener[] = [];
+  private readonly objects: KubernetesObjectApi;
+  private readonly batch: BatchV1Api;
+  private readonly core: CoreV1Api;
+  private jobs: KeptInformer<V1Job> | null = null;
+  private lastEventId = 0;
+  private poller: NodeJS.Timeout | null = null;
+  private polling: Promise<void> = Promise.resolve();
+  /** Jobs whose result was emitted (real or made from status): nothing more is emitted for them. */
+  private readonly settled = new Set<string>();
+
+  constructor(o: KubernetesBackendOptions) {
+    this.o = o;
+    this.objects = KubernetesObjectApi.makeApiClient(o.kubeconfig);
+    this.batch = o.kubeconfig.makeApiClient(BatchV1Api);
+    this.core = o.kubeconfig.makeApiClient(CoreV1Api);
+  }
+
+  /** Lists and watches Jobs, then starts reading runner events. Call before the reconciler starts. */
+  async start(): Promise<void> {
+    const selector = `${LABELS.managedBy}=${MANAGED_BY}`;
+    this.jobs = keepInformer<V1Job>(
+      this.o.kubeconfig,
+      `/apis/batch/v1/namespaces/${this.o.namespace}/jobs`,
+      () => this.batch.listNamespacedJob({ namespace: this.o.namespace, labelSelector: selector }),
+      selector,
+      this.o.logger,
+    );
+    this.jobs.informer.on('update', (job) => void this.onJobChanged(job));
+    this.jobs.informer.on('add', (job) => void this.onJobChanged(job));
+    await this.jobs.synced;
+    this.poller = setInterval(() => this.poll(), this.o.pollMs ?? 250);
+    this.poller.unref();
+    this.poll();
+  }
+
+  subscribe(listener: JobListener): void {
+    this.listeners.push(listener);
+  }
+
+  async listJobNames(): Promise<Set<string>> {
+    return new Set((this.jobs?.informer.list(this.o.namespace) ?? []).map((j) => j.metadata!.name!));
+  }
+
+  async ensureJob(request: JobRequest): Promise<void> {
+    if (this.jobs?.informer.get(request.ref.name, this.o.namespace)) return;
+    const owner = this.o.ownerOf(request.ref.commandId);
+    const labels = {
+      [LABELS.managedBy]: MANAGED_BY,
+      [LABELS.commandId]: request.ref.commandId,
+      [LABELS.step]: String(request.ref.step),
+      [LABELS.account]: request.accountId,
+    };
+    const cpu = String(request.vcpus);
+    const job: V1Job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name: request.ref.name,
+        namespace: this.o.namespace,
+        labels,
+        ownerReferences: owner ? [{ ...owner, controller: true, blockOwnerDeletion: true }] : undefined,
+      },
+      spec: {
+        backoffLimit: 0,
+        activeDeadlineSeconds: request.deadlineSeconds,
+        ttlSecondsAfterFinished: this.o.ttlSecondsAfterFinished ?? 3600,
+        template: {
+          metadata: { labels },
+          spec: {
+            restartPolicy: 'Never',
+            serviceAccountName: SERVICE_ACCOUNTS.runner,
+            automountServiceAccountToken: false,
+            securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+            containers: [
+              {
+                name: RUNNER_CONTAINER,
+                image: this.o.runnerImage,
+                env: [
+                  { name: RUNNER_ENV.spec, value: JSON.stringify(request.spec) },
+                  { name: RUNNER_ENV.reportUrl, value: this.o.reportUrl },
+                  { name: RUNNER_ENV.reportToken, value: jobToken(this.o.tokenSecret, request.ref.name) },
+                  { name: 'FFOP_JOB_NAME', value: request.ref.name },
+                  { name: 'FFOP_WORK_ROOT', value: '/work' },
+                ],
+                resources: { requests: { cpu }, limits: { cpu } },
+                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+                volumeMounts: [{ name: 'work', mountPath: '/work' }],
+              },
+            ],
+            volumes: [{ name: 'work', emptyDir: {} }],
+          },
+        },
+      },
+    };
+    // Server-side apply: creating an existing Job again changes nothing.
+    await this.objects.patch(job, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    this.o.logger.info({ command_id: request.ref.commandId, job: request.ref.name, vcpus: request.vcpus }, 'job created');
+  }
+
+  async deleteJob(name: string): Promise<void> {
+    try {
+      await this.batch.deleteNamespacedJob({ name, namespace: this.o.namespace, propagationPolicy: 'Background' });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) throw err;
+    }
+    await this.o.events.deleteForJobs([name]);
+  }
+
+  async close(): Promise<void> {
+    if (this.poller) clearInterval(this.poller);
+    await this.polling;
+    await this.jobs?.stop();
+  }
+
+  private poll(): void {
+    this.polling = this.polling
+      .then(async () => {
+        for (const e of await this.o.events.after(this.lastEventId)) {
+          this.lastEventId = e.id;
+          const ref = parseJobName(e.jobName);
+          if (ref) this.emit(ref, e.event);
+        }
+      })
+      .catch((err) => this.o.logger.warn({ err }, 'reading job events failed; retrying'));
+  }
+
+  private emit(ref: JobRef, event: RunnerEvent): void {
+    if (this.settled.has(ref.name)) return;
+    if (event.type === 'result') this.settled.add(ref.name);
+    for (const l of this.listeners) l(ref, event);
+  }
+
+  /** A finished Job without a delivered result: make one from what Kubernetes says. */
+  private async onJobChanged(job: V1Job): Promise<void> {
+    const name = job.metadata?.name ?? '';
+    const ref = parseJobName(name);
+    const finished = job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+    if (!ref || !finished || this.settled.has(name)) return;
+    // The runner reports its result before it exits: read events first, so a real result wins.
+    await new Promise<void>((resolve) => {
+      this.poll();
+      void this.polling.then(resolve);
+    });
+    if (this.settled.has(name) || (await this.o.events.forJob(name)).some((e) => e.event.type === 'result')) return;
+    const failure = await this.describeFailure(job, finished.type, finished.reason, finished.message);
+    this.emit(ref, { type: 'result', ok: false, ffmpegSeconds: null, inputBytes: 0, ...failure });
+  }
+
+  private async describeFailure(job: V1Job, type: string, reason?: string, message?: string): Promise<{ errorStatus: ErrorStatus; errorMessage: string }> {
+    if (reason === 'DeadlineExceeded') {
+      return {
+        errorStatus: ErrorStatus.DEADLINE_EXCEEDED,
+        errorMessage: `the step's Job ran longer than its deadline of ${job.spec?.activeDeadlineSeconds} s (downloads, ffmpeg and uploads together) and was stopped`,
+      };
+    }
+    let detail = message ?? reason ?? type;
+    try {
+      const pods = await this.core.listNamespacedPod({ namespace: this.o.namespace, labelSelector: `job-name=${job.metadata!.name}` });
+      const terminated = pods.items.flatMap((p) => p.status?.containerStatuses ?? []).map((s) => s.state?.terminated).find(Boolean);
+      if (terminated) detail = `the runner exited with code ${terminated.exitCode}${terminated.message ? `: ${terminated.message.trim().slice(-1000)}` : ''}`;
+    } catch {
+      /* keep the Job's own words */
+    }
+    return { errorStatus: ErrorStatus.INTERNAL_ERROR, errorMessage: `the step's pod failed without a result: ${detail}` };
+  }
+}

@@ -1,0 +1,125 @@
+// FfmpegCommand resources: created for each submitted command (by the API, or by the operator for
+// rows the API stored but never turned into a resource), watched (a deleted resource cancels its
+// command), and given a status that mirrors the database.
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { CommandStatus } from '../../core/commands/command-status.ts';
+import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../../core/k8s/names.ts';
+import { jobName } from '../backends/job-backend.ts';
+import { keepInformer, type KeptInformer } from './watch.ts';
+
+export interface FfmpegCommandObject extends KubernetesObject {
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+export class CommandResources {
+  private readonly kc: KubeConfig;
+  private readonly namespace: string;
+  private readonly logger: Logger;
+  private readonly api: CustomObjectsApi;
+  private watch: KeptInformer<FfmpegCommandObject> | null = null;
+  private readonly pendingStatus = new Map<string, Promise<void>>();
+
+  constructor(o: { kubeconfig: KubeConfig; namespace: string; logger: Logger }) {
+    this.kc = o.kubeconfig;
+    this.namespace = o.namespace;
+    this.logger = o.logger;
+    this.api = o.kubeconfig.makeApiClient(CustomObjectsApi);
+  }
+
+  /** Creates the resource of a command; an existing one is fine (idempotent). */
+  async create(c: CommandRow): Promise<void> {
+    const body: FfmpegCommandObject = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: {
+        name: c.id,
+        namespace: this.namespace,
+        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.commandId]: c.id, [LABELS.account]: c.accountId },
+      },
+      spec: {
+        commandId: c.id,
+        accountId: c.accountId,
+        environment: c.environmentName,
+        commandType: c.commandType,
+        vcpuCount: c.vcpuCount,
+        maxCommandRunSeconds: c.maxCommandRunSeconds,
+        steps: c.steps.length,
+        isPrivate: c.isPrivate,
+        request: c.originalRequest,
+      },
+    };
+    try {
+      await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, body });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+
+  /** Operator side: lists and watches the resources. */
+  async start(onDeleted: (commandId: string) => void): Promise<void> {
+    this.watch = keepInformer<FfmpegCommandObject>(
+      this.kc,
+      `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${PLURAL}`,
+      () => this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL }) as never,
+      undefined,
+      this.logger,
+    );
+    this.watch.informer.on('delete', (obj) => onDeleted(obj.metadata!.name!));
+    await this.watch.synced;
+  }
+
+  async stop(): Promise<void> {
+    await this.watch?.stop();
+  }
+
+  ownerOf(commandId: string) {
+    const obj = this.watch?.informer.get(commandId, this.namespace);
+    return obj?.metadata?.uid ? { apiVersion: API_VERSION, kind: KIND, name: commandId, uid: obj.metadata.uid } : null;
+  }
+
+  /** Level-triggered: creates a missing resource, or reports that the user deleted it. */
+  async ensure(c: CommandRow, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
+    if (this.watch?.informer.get(c.id, this.namespace)) return 'present';
+    if (c.resourceCreatedAt) return 'deleted';
+    await this.create(c);
+    await commands.update(c.id, { resourceCreatedAt: new Date() });
+    this.logger.info({ command_id: c.id }, 'created the missing FfmpegCommand');
+    return 'created';
+  }
+
+  /** Mirrors a command's row into its resource's status; calls for one command are coalesced. */
+  mirror(commandId: string, load: () => Promise<CommandRow | null>, outputs: () => Promise<{ alias: string; fileId: string; fileName: string; sizeBytes: number | null; storageKey: string }[]>): void {
+    if (this.pendingStatus.has(commandId)) return;
+    const work = (async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      this.pendingStatus.delete(commandId);
+      const c = await load();
+      if (!c) return;
+      const end = c.finishedAt ?? new Date();
+      const status: Record<string, unknown> = {
+        phase: c.status === CommandStatus.PREPARED_FFMPEG_COMMAND ? CommandStatus.PROCESSING : c.status,
+        stage: c.processingStage ?? '',
+        currentStep: c.currentStep,
+        jobNames: c.status === CommandStatus.QUEUED ? [] : [jobName(c.id, c.currentStep, c.attempt)],
+        queuedAt: c.createdAt.toISOString(),
+        startedAt: c.startedAt?.toISOString() ?? null,
+        finishedAt: c.finishedAt?.toISOString() ?? null,
+        durationSeconds: Math.round((end.getTime() - c.createdAt.getTime()) / 100) / 10,
+        errorStatus: c.errorStatus ?? '',
+        errorMessage: c.errorMessage ?? '',
+        outputs: (await outputs()).map((o) => ({ ...o, sizeBytes: o.sizeBytes ?? 0 })),
+      };
+      await this.api.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: c.id, body: { status } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    })().catch((err) => {
+      this.pendingStatus.delete(commandId);
+      if ((err as { code?: number }).code !== 404) this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'status mirror failed');
+    });
+    this.pendingStatus.set(commandId, work);
+  }
+}

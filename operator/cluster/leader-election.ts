@@ -1,0 +1,97 @@
+// Two operator replicas never both act: the one holding the Lease leads. Crash-only on loss: a
+// replica that cannot renew stops acting (the caller exits; Kubernetes restarts it as a follower).
+import { CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+export interface LeaderElectionOptions {
+  kubeconfig: KubeConfig;
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseSeconds?: number;
+  renewSeconds?: number;
+  logger: Logger;
+  clock?: () => Date;
+}
+
+export interface Leadership {
+  /** Resolves once this replica leads. */
+  acquired: Promise<void>;
+  /** Resolves if leadership is lost after it was acquired. */
+  lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function electLeader(o: LeaderElectionOptions): Leadership {
+  const api = o.kubeconfig.makeApiClient(CoordinationV1Api);
+  const clock = o.clock ?? (() => new Date());
+  const leaseSeconds = o.leaseSeconds ?? 15;
+  const renewMs = (o.renewSeconds ?? 5) * 1000;
+  let stopped = false;
+  let leading = false;
+  let timer: NodeJS.Timeout | null = null;
+  let onAcquired: () => void = () => {};
+  let onLost: () => void = () => {};
+  const acquired = new Promise<void>((r) => (onAcquired = r));
+  const lost = new Promise<void>((r) => (onLost = r));
+
+  const spec = (now: Date, prev?: V1Lease) => ({
+    holderIdentity: o.identity,
+    leaseDurationSeconds: leaseSeconds,
+    acquireTime: prev?.spec?.holderIdentity === o.identity ? prev.spec.acquireTime : now,
+    renewTime: now,
+    leaseTransitions: (prev?.spec?.leaseTransitions ?? 0) + (prev?.spec?.holderIdentity === o.identity ? 0 : 1),
+  });
+
+  const attempt = async (): Promise<boolean> => {
+    const now = clock();
+    let lease: V1Lease | null = null;
+    try {
+      lease = await api.readNamespacedLease({ name: o.name, namespace: o.namespace });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) throw err;
+    }
+    if (!lease) {
+      await api.createNamespacedLease({ namespace: o.namespace, body: { metadata: { name: o.name, namespace: o.namespace }, spec: spec(now) } });
+      return true;
+    }
+    const holder = lease.spec?.holderIdentity;
+    const renewed = lease.spec?.renewTime ? new Date(lease.spec.renewTime as unknown as string).getTime() : 0;
+    const expired = renewed + (lease.spec?.leaseDurationSeconds ?? leaseSeconds) * 1000 < now.getTime();
+    if (holder !== o.identity && !expired) return false;
+    // resourceVersion makes this a compare-and-swap: of two replicas racing, one gets 409.
+    await api.replaceNamespacedLease({ name: o.name, namespace: o.namespace, body: { ...lease, spec: spec(now, lease) } });
+    return true;
+  };
+
+  const tick = async () => {
+    if (stopped) return;
+    let ok = false;
+    try {
+      ok = await attempt();
+    } catch (err) {
+      o.logger.warn({ err: (err as Error).message, identity: o.identity }, 'lease update failed');
+    }
+    if (ok && !leading) {
+      leading = true;
+      o.logger.info({ identity: o.identity }, 'leading');
+      onAcquired();
+    } else if (!ok && leading) {
+      leading = false;
+      o.logger.warn({ identity: o.identity }, 'lost the lease');
+      onLost();
+      return;
+    }
+    timer = setTimeout(() => void tick(), leading ? renewMs : renewMs / 2);
+  };
+  void tick();
+
+  return {
+    acquired,
+    lost,
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

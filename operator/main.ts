@@ -1,0 +1,42 @@
+// `npm run operator`: the cluster-mode operator (PostgreSQL via FFOP_DATABASE_URL, S3 storage).
+import { loadClusterConfig } from '../core/cluster-config.ts';
+import { loadConfig } from '../core/config.ts';
+import { openDatabase } from '../core/db/database.ts';
+import { loadKubeConfig } from '../core/k8s/kubeconfig.ts';
+import { createLogger } from '../core/logger.ts';
+import { createStorage } from '../core/storage/create-storage.ts';
+import { startOperator } from './operator.ts';
+
+const config = loadConfig();
+const cluster = loadClusterConfig();
+const logger = createLogger(config.logLevel);
+if (!config.databaseUrl.startsWith('postgres')) throw new Error('cluster mode needs PostgreSQL: set FFOP_DATABASE_URL=postgres://...');
+const database = await openDatabase(config.databaseUrl);
+const operator = startOperator({
+  kubeconfig: loadKubeConfig(),
+  namespace: cluster.namespace,
+  database,
+  storage: createStorage({ kind: config.storage, publicUrl: config.publicUrl, signingKey: config.signingKey ?? '', localDir: config.storageDir, s3: config.s3 ?? undefined }),
+  logger,
+  identity: cluster.identity,
+  runnerImage: cluster.runnerImage,
+  reportUrl: cluster.reportUrl,
+  tokenSecret: cluster.jobTokenSecret,
+  limits: {
+    downloadMaxBytes: config.downloadMaxBytes,
+    downloadTimeoutSeconds: config.downloadTimeoutSeconds,
+    uploadAllowanceSeconds: config.uploadAllowanceSeconds,
+    allow: config.allowAddresses,
+    maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
+  },
+  workDir: config.workDir,
+  abandonedUploadSeconds: config.abandonedUploadSeconds,
+});
+const shutdown = async (code: number) => {
+  await operator.stop();
+  await database.close();
+  process.exit(code);
+};
+// Crash-only: a replica that lost the lease exits, and comes back as a follower.
+void operator.lost.then(() => shutdown(1));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));

@@ -1,0 +1,108 @@
+// Cluster mode's operator: the same reconciler as embedded mode, with the Kubernetes job backend,
+// FfmpegCommand resources (created when missing, cancelled when deleted, status mirrored) and
+// leader election, so only one replica acts.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import { CommandsRepo } from '../core/commands/commands-repo.ts';
+import type { Database } from '../core/db/database.ts';
+import { FilesRepo } from '../core/files/files-repo.ts';
+import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
+import { LEADER_LEASE } from '../core/k8s/names.ts';
+import type { Storage } from '../core/storage/storage.ts';
+import { KubernetesBackend } from './backends/kubernetes-backend.ts';
+import { CommandResources } from './cluster/command-resources.ts';
+import { electLeader } from './cluster/leader-election.ts';
+import { FileTasks } from './file-tasks.ts';
+import { Reconciler } from './reconciler.ts';
+import type { RunLimits } from './step-spec-builder.ts';
+
+export interface OperatorOptions {
+  kubeconfig: KubeConfig;
+  namespace: string;
+  database: Database;
+  storage: Storage;
+  logger: Logger;
+  identity: string;
+  runnerImage: string;
+  reportUrl: string;
+  tokenSecret: string;
+  limits: RunLimits;
+  workDir: string;
+  abandonedUploadSeconds: number;
+  leaseSeconds?: number;
+}
+
+export interface RunningOperator {
+  /** Resolves when this replica leads and its loops run. */
+  leading: Promise<void>;
+  reconciler: () => Reconciler | null;
+  backend: () => KubernetesBackend | null;
+  /** Resolves if leadership was lost (the process should exit). */
+  lost: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function startOperator(o: OperatorOptions): RunningOperator {
+  const logger = o.logger.child({ operator: o.identity });
+  const leadership = electLeader({ kubeconfig: o.kubeconfig, namespace: o.namespace, name: LEADER_LEASE, identity: o.identity, logger, leaseSeconds: o.leaseSeconds });
+  let reconciler: Reconciler | null = null;
+  let backend: KubernetesBackend | null = null;
+  let resources: CommandResources | null = null;
+  let fileTasks: FileTasks | null = null;
+  let stopped = false;
+
+  const leading = leadership.acquired.then(async () => {
+    if (stopped) return;
+    const commands = new CommandsRepo(o.database.db);
+    const files = new FilesRepo(o.database.db);
+    const accounts = new AccountsRepo(o.database.db);
+    resources = new CommandResources({ kubeconfig: o.kubeconfig, namespace: o.namespace, logger });
+    backend = new KubernetesBackend({
+      kubeconfig: o.kubeconfig,
+      namespace: o.namespace,
+      events: new JobEventsRepo(o.database.db),
+      logger,
+      runnerImage: o.runnerImage,
+      reportUrl: o.reportUrl,
+      tokenSecret: o.tokenSecret,
+      ownerOf: (id) => resources!.ownerOf(id),
+    });
+    const r = new Reconciler({
+      commands,
+      backend,
+      storage: o.storage,
+      logger,
+      limits: o.limits,
+      workDir: o.workDir,
+      maxVcpusOf: async (accountId) => (await accounts.getAccount(accountId))?.plan.maxVcpus ?? 0,
+      onCommandChanged: (id) =>
+        resources!.mirror(id, () => commands.findById(id), async () =>
+          (await commands.outputFiles(id)).map((f) => ({ alias: f.alias ?? '', fileId: f.id, fileName: f.fileName, sizeBytes: f.sizeBytes, storageKey: f.storageKey })),
+        ),
+      ensureResource: (c) => resources!.ensure(c, commands),
+      resyncMs: 1000,
+    });
+    reconciler = r;
+    await resources.start((commandId) => void r.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'));
+    await backend.start();
+    fileTasks = new FileTasks({ files, accounts, storage: o.storage, logger, workDir: o.workDir, download: { maxBytes: o.limits.downloadMaxBytes, timeoutSeconds: o.limits.downloadTimeoutSeconds, allow: o.limits.allow }, abandonedUploadSeconds: o.abandonedUploadSeconds, resyncMs: 2000 });
+    await fileTasks.start();
+    r.start();
+  });
+
+  return {
+    leading,
+    reconciler: () => reconciler,
+    backend: () => backend,
+    lost: leadership.lost,
+    stop: async () => {
+      stopped = true;
+      await leadership.stop();
+      await reconciler?.stop();
+      await fileTasks?.stop();
+      await backend?.close();
+      await resources?.stop();
+    },
+  };
+}
