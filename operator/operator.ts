@@ -31,6 +31,8 @@ export interface OperatorOptions {
   workDir: string;
   abandonedUploadSeconds: number;
   leaseSeconds?: number;
+  /** Where runner pods mount their working volume (default /work). */
+  runnerWorkRoot?: string;
 }
 
 export interface RunningOperator {
@@ -67,6 +69,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       reportUrl: o.reportUrl,
       tokenSecret: o.tokenSecret,
       ownerOf: (id) => resources!.ownerOf(id),
+      workRoot: o.runnerWorkRoot,
     });
     const r = new Reconciler({
       commands,

@@ -25,6 +25,8 @@ export interface KubernetesBackendOptions {
   ownerOf: (commandId: string) => { name: string; uid: string; apiVersion: string; kind: string } | null;
   ttlSecondsAfterFinished?: number;
   pollMs?: number;
+  /** Where the runner's working volume is mounted (default /work). */
+  workRoot?: string;
 }
 
 const FIELD_MANAGER = 'ffmpeg-operator';
@@ -115,11 +117,11 @@ export class KubernetesBackend implements JobBackend {
                   { name: RUNNER_ENV.reportUrl, value: this.o.reportUrl },
                   { name: RUNNER_ENV.reportToken, value: jobToken(this.o.tokenSecret, request.ref.name) },
                   { name: 'FFOP_JOB_NAME', value: request.ref.name },
-                  { name: 'FFOP_WORK_ROOT', value: '/work' },
+                  { name: 'FFOP_WORK_ROOT', value: this.o.workRoot ?? '/work' },
                 ],
                 resources: { requests: { cpu }, limits: { cpu } },
                 securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-                volumeMounts: [{ name: 'work', mountPath: '/work' }],
+                volumeMounts: [{ name: 'work', mountPath: this.o.workRoot ?? '/work' }],
               },
             ],
             volumes: [{ name: 'work', emptyDir: {} }],

@@ -22,6 +22,11 @@ export interface Leadership {
   stop(): Promise<void>;
 }
 
+/** Lease times are MicroTime: the API server wants six fractional digits, JavaScript gives three. */
+function microTime(d: Date): Date {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
+}
+
 export function electLeader(o: LeaderElectionOptions): Leadership {
   const api = o.kubeconfig.makeApiClient(CoordinationV1Api);
   const clock = o.clock ?? (() => new Date());
@@ -38,8 +43,8 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
   const spec = (now: Date, prev?: V1Lease) => ({
     holderIdentity: o.identity,
     leaseDurationSeconds: leaseSeconds,
-    acquireTime: prev?.spec?.holderIdentity === o.identity ? prev.spec.acquireTime : now,
-    renewTime: now,
+    acquireTime: prev?.spec?.holderIdentity === o.identity ? prev.spec.acquireTime : microTime(now),
+    renewTime: microTime(now),
     leaseTransitions: (prev?.spec?.leaseTransitions ?? 0) + (prev?.spec?.holderIdentity === o.identity ? 0 : 1),
   });
 
@@ -92,6 +97,21 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
     stop: async () => {
       stopped = true;
       if (timer) clearTimeout(timer);
+      if (!leading) return;
+      leading = false;
+      // Release on stop, so a successor need not wait for the lease to expire.
+      try {
+        const lease = await api.readNamespacedLease({ name: o.name, namespace: o.namespace });
+        if (lease.spec?.holderIdentity === o.identity) {
+          await api.replaceNamespacedLease({
+            name: o.name,
+            namespace: o.namespace,
+            body: { ...lease, spec: { ...lease.spec, holderIdentity: '', renewTime: microTime(new Date(0)) } },
+          });
+        }
+      } catch (err) {
+        o.logger.warn({ err: (err as Error).message }, 'could not release the lease');
+      }
     },
   };
 }

@@ -1,0 +1,132 @@
+// Cluster mode under test: a real control plane (e2e/control-plane), the CRD and the RBAC manifests
+// as written, the test node agent (the kubelet's stand-in) running runner pods as local processes,
+// PostgreSQL, and the API and the operator in this process, each authenticated as its own
+// ServiceAccount with exactly the manifests' permissions. Storage is a local folder served by the
+// API (every "pod" runs on this machine); real clusters use S3.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { startClusterApi } from '../../api/cluster-api.ts';
+import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
+import { openDatabase, type Database } from '../../core/db/database.ts';
+import { createTestDatabaseUrl } from '../../core/db/test-database.ts';
+import { RUNNER_CONTAINER, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
+import { createLogger } from '../../core/logger.ts';
+import { LocalStorage } from '../../core/storage/local-storage.ts';
+import { startOperator, type RunningOperator } from '../../operator/operator.ts';
+import { ApiClient } from '../harness.ts';
+import { startCluster, type Cluster } from './cluster.ts';
+import { startNodeAgent, type NodeAgent } from './node-agent.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const RUNNER_MAIN = join(ROOT, 'runner-image/main.ts');
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+export interface ClusterService {
+  cluster: Cluster;
+  database: Database;
+  storage: LocalStorage;
+  agent: NodeAgent;
+  apiUrl: string;
+  key: string;
+  client(key?: string): ApiClient;
+  newAccount(plan: string): Promise<string>;
+  /** The operator currently running (replaced by restartOperator). */
+  operator: RunningOperator;
+  startOperator(identity: string): Promise<RunningOperator>;
+  restartOperator(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startClusterService(opts: { allow?: string[]; minRequestTimeout?: number } = {}): Promise<ClusterService> {
+  if (!process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres')) throw new Error('cluster tests need FFOP_TEST_DATABASE_URL=postgres://... (scripts/test.sh sets it)');
+  const logger = createLogger(process.env.FFOP_TEST_LOG_LEVEL ?? 'silent');
+  const dir = await mkdtemp(join(tmpdir(), 'ffop-cluster-'));
+  const cluster = await startCluster({ minRequestTimeout: opts.minRequestTimeout });
+  const ns = cluster.namespace;
+  const rewrite = async (path: string) => (await readFile(join(ROOT, path), 'utf8')).replaceAll('namespace: ffmpeg-operator', `namespace: ${ns}`);
+  await cluster.applyYaml(await rewrite('crds/ffmpegcommand.yaml'));
+  await cluster.applyYaml(await rewrite('operator/manifests/rbac.yaml'));
+  await waitForCrd(cluster);
+  const operatorKc = await cluster.serviceAccountKubeConfig(SERVICE_ACCOUNTS.operator, ns);
+  const apiKc = await cluster.serviceAccountKubeConfig(SERVICE_ACCOUNTS.api, ns);
+
+  const db = await createTestDatabaseUrl();
+  const database = await openDatabase(db.url);
+  const port = await freePort();
+  const apiUrl = `http://127.0.0.1:${port}`;
+  const signingKey = randomBytes(32).toString('hex');
+  const storage = new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: apiUrl, signingKey });
+  const tokenSecret = randomBytes(32).toString('hex');
+  const api = await startClusterApi({
+    kubeconfig: apiKc, namespace: ns, database, storage, storageRoutes: storageFilesRoutes(storage), logger,
+    tokenSecret, host: '127.0.0.1', port, uploadTtlSeconds: 3600,
+  });
+  const agent = await startNodeAgent({
+    kubeconfig: cluster.kubeconfig,
+    nodeName: 'ffop-test-node',
+    namespace: ns,
+    runnerCommand: (pod) =>
+      pod.spec?.containers?.[0]?.name === RUNNER_CONTAINER ? { program: process.execPath, args: ['--import', 'tsx', RUNNER_MAIN], cwd: ROOT } : null,
+  });
+  const launch = async (identity: string) => {
+    const op = startOperator({
+      kubeconfig: operatorKc, namespace: ns, database, storage, logger, identity,
+      runnerImage: 'ffmpeg-operator-runner:test', reportUrl: `${apiUrl}/internal/v1/job-events`, tokenSecret,
+      limits: { downloadMaxBytes: 1e9, downloadTimeoutSeconds: 60, uploadAllowanceSeconds: 60, allow: opts.allow ?? [], maxThreads: 2 },
+      workDir: join(dir, 'operator-work'), abandonedUploadSeconds: 7 * 86400, leaseSeconds: 4, runnerWorkRoot: join(dir, 'pods'),
+    });
+    return op;
+  };
+  const accounts = api.accounts;
+  const main = await accounts.createAccount('default', 'pro');
+  const key = (await accounts.createKey(main.id, 'main')).key;
+  const svc: ClusterService = {
+    cluster, database, storage, agent, apiUrl, key,
+    client: (k = key) => new ApiClient(apiUrl, k),
+    newAccount: async (plan) => {
+      const a = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
+      return (await accounts.createKey(a.id, 'main')).key;
+    },
+    operator: await launch('operator-1'),
+    startOperator: launch,
+    async restartOperator() {
+      await svc.operator.stop();
+      svc.operator = await launch(`operator-${Date.now()}`);
+      await svc.operator.leading;
+    },
+    async close() {
+      await svc.operator.stop().catch(() => {});
+      await agent.stop().catch(() => {});
+      await api.close().catch(() => {});
+      await database.close().catch(() => {});
+      await db.drop().catch(() => {});
+      await cluster.stop().catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  await svc.operator.leading;
+  return svc;
+}
+
+async function waitForCrd(cluster: Cluster): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const r = await cluster.kubectl(['wait', '--for=condition=Established', '--timeout=10s', 'crd/ffmpegcommands.ffmpeg-operator.dev']);
+    if (r.code === 0) return;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  throw new Error('the FfmpegCommand CRD never became Established');
+}
+
+export type { KubeConfig };
