@@ -79,18 +79,41 @@ export function parseWith<S extends v.GenericSchema>(schema: S, input: unknown, 
   throw new RequestInvalid(detail);
 }
 
-/** Reads and validates a JSON body. Malformed JSON and non-object bodies are 422s like FastAPI's. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+// Keys that JavaScript objects treat specially: a schema would drop them without a word.
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Strings the database cannot store (NUL, unpaired surrogates) and reserved keys: 422, not a 500. */
+function checkJsonValues(value: unknown, loc: (string | number)[]): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000') || LONE_SURROGATE.test(value)) {
+      throw invalid(loc, 'Input should be a valid string: NUL characters and unpaired surrogates are not allowed', 'string_unicode');
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => checkJsonValues(v, [...loc, i]));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      checkJsonValues(k, [...loc, k]);
+      if (RESERVED_KEYS.has(k)) throw invalid([...loc, k], `Value error, "${k}" is not allowed as a key`);
+      checkJsonValues(v, [...loc, k]);
+    }
+  }
+}
+
+/** Reads and validates a JSON body. Malformed JSON, other content types and non-object bodies are 422s like FastAPI's. */
 export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S): Promise<v.InferOutput<S>> {
-  const text = await c.req.text();
+  const notAnObject = () => invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
+  if (!JSON_TYPE.test(c.req.header('content-type') ?? '')) throw notAnObject();
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(UTF8.decode(await c.req.arrayBuffer()));
   } catch (err) {
     throw new RequestInvalid([{ loc: ['body', 0], msg: `JSON decode error: ${(err as Error).message}`, type: 'json_invalid' }]);
   }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
-  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw notAnObject();
+  checkJsonValues(body, ['body']);
   return parseWith(schema, body, ['body']);
 }
 
@@ -119,11 +142,15 @@ export function laxInt() {
     v.rawTransform<unknown, number>(({ dataset, addIssue, NEVER }) => {
       const x = dataset.value;
       if (typeof x === 'number' && Number.isFinite(x)) {
-        if (Number.isInteger(x)) return x;
+        if (Number.isSafeInteger(x)) return x;
+        if (Number.isInteger(x)) {
+          addIssue({ message: msg('int_parsing', `Input should be a valid integer between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`) });
+          return NEVER;
+        }
         addIssue({ message: msg('int_from_float', 'Input should be a valid integer, got a number with a fractional part') });
         return NEVER;
       }
-      if (typeof x === 'string' && /^\s*[+-]?\d+\s*$/.test(x)) return Number(x);
+      if (typeof x === 'string' && /^\s*[+-]?\d+\s*$/.test(x) && Number.isSafeInteger(Number(x))) return Number(x);
       addIssue({ message: msg(typeof x === 'string' ? 'int_parsing' : 'int_type', typeof x === 'string' ? 'Input should be a valid integer, unable to parse string as an integer' : 'Input should be a valid integer') });
       return NEVER;
     }),

@@ -165,3 +165,26 @@ describe('direct uploads', () => {
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
   });
 });
+
+test('open uploads do not starve store-file: work is found behind 110 of them', async () => {
+  const svc = await startService({ allow: [] });
+  try {
+    const api = svc.client();
+    for (let i = 0; i < 110; i++) {
+      const r = await api.post('/v1/files/init-upload', { filename: `open${i}.bin`, size_bytes: 1 });
+      assert.equal(r.status, 200);
+    }
+    const res = await api.post('/v1/files/store-file', { file_url: 'http://10.255.255.1/x.mp4' }); // refused at once: FAILED
+    for (let i = 0; i < 200; i++) {
+      const f = await api.get(`/v1/files/${res.body.file_id}`);
+      if (f.body.status === 'FAILED') {
+        assert.equal(f.body.error_status, 'FORBIDDEN_INPUT_ADDRESS');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.fail('store-file never processed');
+  } finally {
+    await svc.close();
+  }
+});

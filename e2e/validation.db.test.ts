@@ -153,3 +153,64 @@ describe('request validation', () => {
     }
   });
 });
+
+describe('hostile details found by fuzzing', () => {
+  let svc: ServiceFixture;
+  before(async () => {
+    svc = await startService();
+  });
+  after(async () => {
+    await svc?.close();
+  });
+  const good = { ffmpeg_command: '-i {{in_1}} {{out_1}}', input_files: { in_1: 'https://example.com/a.mp4' }, output_files: { out_1: 'o.mp4' } };
+
+  test('strings the database cannot store are 422s, not 500s', async () => {
+    const api = svc.client();
+    for (const [body, loc] of [
+      [{ ...good, metadata: { k: 'a\u0000b' } }, ['body', 'metadata', 'k']],
+      [{ ...good, metadata: { k: 'a\ud800' } }, ['body', 'metadata', 'k']],
+      [{ ...good, input_files: { in_1: 'https://example.com/a\u0000.mp4' } }, ['body', 'input_files', 'in_1']],
+    ] as const) {
+      const res = await api.post('/v1/run-ffmpeg-command', body);
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      assert.deepEqual(res.body.detail[0].loc, loc);
+      assert.equal(res.body.detail[0].type, 'string_unicode');
+    }
+    const store = await api.post('/v1/files/store-file', { file_url: 'https://example.com/\u0000.mp4' });
+    assert.equal(store.status, 422);
+  });
+
+  test('reserved keys, infinite numbers, huge offsets, wrong content types and bad UTF-8 are 422s', async () => {
+    const api = svc.client();
+    const proto = await api.request('POST', '/v1/run-ffmpeg-command', '{"ffmpeg_command":"-i {{in_1}} {{out_1}}","input_files":{"in_1":"https://example.com/a.mp4"},"output_files":{"out_1":"o.mp4","__proto__":"x.mp4"}}');
+    assert.equal(proto.status, 422);
+    assert.deepEqual(proto.body.detail[0].loc, ['body', 'output_files', '__proto__']);
+    const inf = await api.request('POST', '/v1/run-ffmpeg-command', JSON.stringify(good).replace('}', ',"metadata":{"n":1e309}}'));
+    assert.equal(inf.status, 422, JSON.stringify(inf.body));
+    for (const path of ['/v1/commands?offset=99999999999999999999', '/v1/files?offset=9223372036854775807']) {
+      const res = await api.get(path);
+      assert.equal(res.status, 422, path);
+      assert.deepEqual(res.body.detail[0].loc, ['query', 'offset']);
+    }
+    const textPlain = await api.request('POST', '/v1/run-ffmpeg-command', JSON.stringify(good), { 'content-type': 'text/plain' });
+    assert.equal(textPlain.status, 422);
+    assert.equal(textPlain.body.detail[0].type, 'model_attributes_type');
+    const latin = await fetch(svc.url + '/v1/run-ffmpeg-command', {
+      method: 'POST',
+      headers: { 'x-api-key': svc.key, 'content-type': 'application/json' },
+      body: Buffer.concat([Buffer.from('{"ffmpeg_command":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
+    });
+    assert.equal(latin.status, 422);
+    assert.equal((await latin.json()).detail[0].type, 'json_invalid');
+  });
+
+  test('names that are JavaScript property names or 255 characters long work', async () => {
+    const api = svc.client();
+    for (const filename of ['a.constructor', 'a.__proto__', 'x'.repeat(251) + '.mp4']) {
+      const res = await api.post('/v1/files/init-upload', { filename, size_bytes: 1 });
+      assert.equal(res.status, 200, `${filename}: ${JSON.stringify(res.body)}`);
+    }
+    assert.equal((await fetch(svc.url + '/docs/assets/constructor')).status, 404);
+    assert.equal((await fetch(svc.url + '/docs/assets/__proto__')).status, 404);
+  });
+});

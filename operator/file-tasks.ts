@@ -18,6 +18,8 @@ import { createAddressPolicy } from '../core/net/address-policy.ts';
 import { DownloadError, downloadToFile } from '../core/net/download.ts';
 import type { Storage } from '../core/storage/storage.ts';
 
+const MAX_PARALLEL = 4;
+
 export interface FileTasksOptions {
   files: FilesRepo;
   accounts: AccountsRepo;
@@ -39,6 +41,7 @@ export class FileTasks {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private readonly abort = new AbortController();
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(o: FileTasksOptions) {
     this.o = o;
@@ -77,15 +80,27 @@ export class FileTasks {
     this.abort.abort();
     if (this.timer) clearInterval(this.timer);
     await this.running;
+    await Promise.all(this.inFlight.values());
   }
 
   /** One pass; exposed so tests (with an injected clock) can run the cleanup deterministically. */
   async pass(): Promise<void> {
     await this.cleanAbandonedUploads();
-    for (const f of await this.o.files.withStatus([FileStatus.QUEUED, FileStatus.UPLOADED])) {
-      if (this.stopped) return;
-      if (f.status === FileStatus.UPLOADED) await this.probeUploaded(f);
-      else if (f.uploadId === null && !f.isDeleted) await this.storeFromUrl(f);
+    // A few files at a time, each on its own: one slow download does not hold up the others.
+    for (const f of await this.o.files.pendingWork()) {
+      if (this.stopped || this.inFlight.size >= MAX_PARALLEL) return;
+      if (this.inFlight.has(f.id)) continue;
+      const task = (f.status === FileStatus.UPLOADED ? this.probeUploaded(f) : this.storeFromUrl(f))
+        .catch(async (err) => {
+          if (this.stopped) return; // shutting down: the next start picks the file up again
+          this.o.logger.error({ err, file_id: f.id }, 'file task failed');
+          await this.fail(f, ErrorStatus.INTERNAL_ERROR, `the file could not be stored: ${(err as Error).message}`).catch(() => {});
+        })
+        .finally(() => {
+          this.inFlight.delete(f.id);
+          this.kick();
+        });
+      this.inFlight.set(f.id, task);
     }
   }
 

@@ -87,12 +87,26 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       resyncMs: 1000,
     });
     reconciler = r;
-    await resources.start((commandId) => void r.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'));
+    let running = false;
+    await resources.start(
+      (commandId) => void r.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'),
+      () => running && r.kick(), // the initial list's adds come before the Job watch is ready
+    );
     await backend.start();
     fileTasks = new FileTasks({ files, accounts, storage: o.storage, logger, workDir: o.workDir, download: { maxBytes: o.limits.downloadMaxBytes, timeoutSeconds: o.limits.downloadTimeoutSeconds, allow: o.limits.allow }, abandonedUploadSeconds: o.abandonedUploadSeconds, resyncMs: 2000 });
     await fileTasks.start();
     r.start();
+    running = true;
   });
+
+  const stopLoops = async () => {
+    await reconciler?.stop();
+    await fileTasks?.stop();
+    await backend?.close();
+    await resources?.stop();
+  };
+  // A replica that lost the lease stops acting at once (main.ts then exits).
+  void leadership.lost.then(stopLoops);
 
   return {
     leading,
@@ -101,11 +115,8 @@ export function startOperator(o: OperatorOptions): RunningOperator {
     lost: leadership.lost,
     stop: async () => {
       stopped = true;
+      await stopLoops();
       await leadership.stop();
-      await reconciler?.stop();
-      await fileTasks?.stop();
-      await backend?.close();
-      await resources?.stop();
     },
   };
 }

@@ -170,7 +170,16 @@ export class Reconciler {
     }
     if (event.type === 'progress') return;
 
-    await this.o.backend.deleteJob(ref.name);
+    // The result is recorded first and the Job deleted after: a crash in between re-reads the
+    // result (its events go with the Job) instead of losing it.
+    try {
+      await this.applyResult(c, event);
+    } finally {
+      await this.o.backend.deleteJob(ref.name);
+    }
+  }
+
+  private async applyResult(c: CommandRow, event: Extract<RunnerEvent, { type: 'result' }>): Promise<void> {
     const ffmpegSeconds = c.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
     if (!event.ok) {
       const processedBytes = c.processedBytes + event.inputBytes;

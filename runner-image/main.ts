@@ -44,7 +44,8 @@ await runStep(spec, {
   ffprobePath: process.env.FFPROBE_PATH,
   maxOutputFileBytes: process.env.FFOP_MAX_OUTPUT_FILE_BYTES ? Number(process.env.FFOP_MAX_OUTPUT_FILE_BYTES) : undefined,
 });
-if (reporter && !(await reporter.flush())) {
+if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
+else if (reporter && !(await reporter.flush())) {
   process.stderr.write('could not deliver the result to the API\n');
   process.exitCode = 1;
 }

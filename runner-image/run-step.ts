@@ -75,6 +75,9 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     const outputs = await collectOutputs(spec.outputs, dir, before, { signal: o.signal, ffprobePath: o.ffprobePath });
     o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs });
   } catch (err) {
+    // Stopped from outside (deadline, deletion, shutdown): whoever stopped it knows why, and its
+    // account of the failure (e.g. DEADLINE_EXCEEDED) must not be overtaken by ours.
+    if (o.signal.aborted) return;
     const failure =
       err instanceof StepFailure ? err : new StepFailure(ErrorStatus.INTERNAL_ERROR, `runner error: ${(err as Error).message}`);
     o.emit({ type: 'result', ok: false, errorStatus: failure.errorStatus, errorMessage: failure.message, ffmpegSeconds, inputBytes });

@@ -29,4 +29,13 @@ echo "== database and end-to-end tests on PGlite"
 FFOP_TEST_DATABASE_URL=pglite:memory run "${dbtests[@]}" || status=1
 echo "== database and end-to-end tests on PostgreSQL"
 FFOP_TEST_DATABASE_URL=$pg_url run "${dbtests[@]}" || status=1
+
+# Cluster mode against a real control plane built from the Kubernetes Go modules (the first build
+# on a machine takes about 20 minutes; later runs use the cached binaries).
+if [ "${FFOP_SKIP_CLUSTER_TESTS:-0}" != 1 ]; then
+  echo "== cluster tests (kube-apiserver, kube-controller-manager, etcd; PostgreSQL)"
+  bash e2e/control-plane/build.sh >/dev/null
+  mapfile -t clustertests < <(find crds e2e/cluster -name '*.test.ts' | sort)
+  FFOP_TEST_DATABASE_URL=$pg_url run "${clustertests[@]}" || status=1
+fi
 exit $status

@@ -118,7 +118,9 @@ export const validationErrorSchema = {
 const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } });
 export const commonResponses = {
   401: json(detailString, 'Missing or invalid API key'),
+  413: json(detailString, 'Request body too large'),
   422: json(validationErrorSchema, 'Validation error'),
+  429: json(detailString, 'Rate limit exceeded; see the Retry-After header'),
 };
 export const responses = { json, detailString };
 

@@ -22,7 +22,6 @@ export interface CommandRoutesDeps {
 const submitted = {
   200: responses.json(submissionSchema, 'Accepted: poll GET /v1/commands/{command_id}'),
   403: responses.json(responses.detailString, 'Your plan does not allow this command (vCPUs, run time, private files) or a quota (processing, storage) is used up'),
-  429: responses.json(responses.detailString, 'Rate limit exceeded; see Retry-After'),
   ...commonResponses,
 };
 

@@ -49,7 +49,7 @@ export function docsRoutes(api: Hono<any>): Hono {
   app.get('/docs/init.js', (c) => c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8' }));
   app.get('/docs/assets/:name', async (c) => {
     const name = c.req.param('name');
-    const type = ASSETS[name];
+    const type = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (!type) return c.json({ detail: 'Not Found' }, 404);
     const path = join(SWAGGER_DIR, name);
     const { size } = await stat(path);

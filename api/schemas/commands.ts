@@ -49,7 +49,7 @@ export const outputFilesMapSchema = v.pipe(
 );
 
 const metadataValue = v.union(
-  [v.pipe(v.string(), maxChars(512)), v.number(), v.boolean()],
+  [v.pipe(v.string(), maxChars(512)), v.pipe(v.number(), v.finite()), v.boolean()],
   msg('value_error', 'Value error, metadata values must be a string, an integer, a number or a boolean'),
 );
 export const metadataSchema = v.nullish(
@@ -93,7 +93,7 @@ export type RunChainRequest = v.InferOutput<typeof runChainSchema>;
 
 export const listQuerySchema = v.object({
   limit: v.optional(v.pipe(laxInt(), ge(1), le(1000)), 100),
-  offset: v.optional(v.pipe(laxInt(), ge(0)), 0),
+  offset: v.optional(v.pipe(laxInt(), ge(0), le(1_000_000_000)), 0),
 });
 
 export const presignQuerySchema = v.object({

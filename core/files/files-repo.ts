@@ -1,6 +1,6 @@
 // Stored files: command outputs, files stored from a URL, direct uploads. Reads a client can trigger
 // are scoped by account, so another account's ids behave exactly like unknown ones.
-import { and, desc, eq, gte, inArray, lt, ne, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, isNull, lt, ne, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { commands, files } from '../db/schema.ts';
 import { StoreType } from '../commands/command-status.ts';
@@ -64,6 +64,25 @@ export class FilesRepo {
       .set({ isDeleted: true, updatedAt: new Date() })
       .where(and(eq(files.accountId, accountId), inArray(files.id, ids), eq(files.isDeleted, false)))
       .returning();
+  }
+
+  /**
+   * Files the background tasks must act on, oldest first: store-file requests not yet downloaded and
+   * completed uploads not yet probed. Open uploads and deleted files are not work, so however many of
+   * them there are, they never crowd real work out of the batch.
+   */
+  async pendingWork(limit = 100): Promise<FileRow[]> {
+    return this.db
+      .select()
+      .from(files)
+      .where(
+        and(
+          eq(files.isDeleted, false),
+          or(and(eq(files.status, 'QUEUED'), isNull(files.uploadId)), eq(files.status, 'UPLOADED')),
+        ),
+      )
+      .orderBy(files.createdAt)
+      .limit(limit);
   }
 
   async withStatus(statuses: string[], limit = 100): Promise<FileRow[]> {

@@ -4,6 +4,11 @@
 
 export const FALLBACK_CONTENT_TYPE = 'application/octet-stream';
 
+/** Lookup by a name that comes from a client: "constructor" must not find Object.prototype's. */
+export function ownValue<T>(table: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 const TYPE_BY_EXTENSION: Record<string, string> = {
   // video containers
   mp4: 'video/mp4',
@@ -80,13 +85,13 @@ export function fileExtension(name: string): string {
 
 /** Content-Type for serving a stored file, by its name only. */
 export function contentTypeForFileName(name: string): string {
-  return TYPE_BY_EXTENSION[fileExtension(name)] ?? FALLBACK_CONTENT_TYPE;
+  return ownValue(TYPE_BY_EXTENSION, fileExtension(name)) ?? FALLBACK_CONTENT_TYPE;
 }
 
 /** MIME type of a probed file: by extension, corrected by what the probe found inside. */
 export function mimeTypeForMedia(name: string, fileType: string): string {
   const byName = contentTypeForFileName(name);
-  if (fileType === 'audio') return AUDIO_TYPE_OF_VIDEO_CONTAINER[byName] ?? byName;
-  if (fileType === 'video') return VIDEO_TYPE_OF_AUDIO_CONTAINER[byName] ?? byName;
+  if (fileType === 'audio') return ownValue(AUDIO_TYPE_OF_VIDEO_CONTAINER, byName) ?? byName;
+  if (fileType === 'video') return ownValue(VIDEO_TYPE_OF_AUDIO_CONTAINER, byName) ?? byName;
   return byName;
 }

@@ -23,7 +23,7 @@ import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.
 
 export const MAX_KEY_BYTES = 1024;
 // Below NAME_MAX (255) so temp and sidecar names built from a segment stay valid too.
-export const MAX_KEY_SEGMENT_BYTES = 240;
+export const MAX_KEY_SEGMENT_BYTES = 255; // a file name on common filesystems; the API allows 255-character names
 /** Same ceiling as S3 presigned URLs and the spec's presigned_ttl_seconds. */
 export const MAX_PRESIGN_TTL_SECONDS = 604800;
 /** Keys under this first segment are served to anyone without a signature. */
@@ -97,7 +97,7 @@ export function guessContentType(key: string): string {
   const name = key.slice(key.lastIndexOf('/') + 1);
   const dot = name.lastIndexOf('.');
   const extension = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
-  return CONTENT_TYPES_BY_EXTENSION[extension] ?? 'application/octet-stream';
+  return (Object.hasOwn(CONTENT_TYPES_BY_EXTENSION, extension) ? CONTENT_TYPES_BY_EXTENSION[extension] : undefined) ?? 'application/octet-stream';
 }
 
 /** `type/subtype[; params]` in printable ASCII, or null: the value ends up in a response header. */

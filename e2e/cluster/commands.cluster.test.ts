@@ -6,6 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BatchV1Api, CustomObjectsApi, type V1Job } from '@kubernetes/client-node';
 import { GROUP, LABELS, PLURAL, VERSION } from '../../core/k8s/names.ts';
+import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { singleCommandRow } from '../../api/commands/submission.ts';
 import { makeClip, startMediaServer, type MediaServer } from '../harness.ts';
 import { startClusterService, type ClusterService } from './service-fixture.ts';
 
@@ -164,6 +167,22 @@ describe('cluster mode', () => {
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
     const names = [...seenJobs.keys()].filter((n) => n.includes(id));
     assert.deepEqual(names.sort(), [`ffc-${id}-s0-a1`, `ffc-${id}-s1-a1`]);
+  });
+
+  test('a command stored without its FfmpegCommand (the API died in between) is picked up by the operator', async () => {
+    const caller = (await new AccountsRepo(svc.database.db).authenticate(svc.key))!;
+    const row = singleCommandRow(caller, {
+      ffmpeg_command: '-f lavfi -i testsrc=size=32x32:duration=0.3 -c:v libx264 -preset ultrafast {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
+    await new CommandsRepo(svc.database.db).insert(row); // stored, never dispatched
+    const { record } = await svc.client().waitForEnd(row.id!, 60_000);
+    assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
+    const obj: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: row.id! });
+    assert.equal(obj.spec.commandId, row.id);
   });
 
   test('deleting an FfmpegCommand stops its Job and FAILS the command with CANCELLED', async () => {

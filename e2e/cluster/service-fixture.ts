@@ -40,6 +40,10 @@ export interface ClusterService {
   agent: NodeAgent;
   apiUrl: string;
   key: string;
+  /** What an operator authenticates with, and the secret of runner tokens (for tests that build their own backend). */
+  operatorKubeConfig: KubeConfig;
+  tokenSecret: string;
+  podsDir: string;
   client(key?: string): ApiClient;
   newAccount(plan: string): Promise<string>;
   /** The operator currently running (replaced by restartOperator). */
@@ -49,7 +53,7 @@ export interface ClusterService {
   close(): Promise<void>;
 }
 
-export async function startClusterService(opts: { allow?: string[]; minRequestTimeout?: number } = {}): Promise<ClusterService> {
+export async function startClusterService(opts: { allow?: string[]; minRequestTimeout?: number; withOperator?: boolean } = {}): Promise<ClusterService> {
   if (!process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres')) throw new Error('cluster tests need FFOP_TEST_DATABASE_URL=postgres://... (scripts/test.sh sets it)');
   const logger = createLogger(process.env.FFOP_TEST_LOG_LEVEL ?? 'silent');
   const dir = await mkdtemp(join(tmpdir(), 'ffop-cluster-'));
@@ -93,7 +97,7 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
   const main = await accounts.createAccount('default', 'pro');
   const key = (await accounts.createKey(main.id, 'main')).key;
   const svc: ClusterService = {
-    cluster, database, storage, agent, apiUrl, key,
+    cluster, database, storage, agent, apiUrl, key, operatorKubeConfig: operatorKc, tokenSecret, podsDir: join(dir, 'pods'),
     client: (k = key) => new ApiClient(apiUrl, k),
     newAccount: async (plan) => {
       const a = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
@@ -117,6 +121,7 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
     },
   };
   await svc.operator.leading;
+  if (opts.withOperator === false) await svc.operator.stop();
   return svc;
 }
 

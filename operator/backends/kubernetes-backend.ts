@@ -75,7 +75,10 @@ export class KubernetesBackend implements JobBackend {
   }
 
   async listJobNames(): Promise<Set<string>> {
-    return new Set((this.jobs?.informer.list(this.o.namespace) ?? []).map((j) => j.metadata!.name!));
+    // Before the first list, "no Jobs" would be a lie that makes every running step look lost.
+    if (!this.jobs) throw new Error('the Job watch has not started yet');
+    await this.jobs.synced;
+    return new Set(this.jobs.informer.list(this.o.namespace).map((j) => j.metadata!.name!));
   }
 
   async ensureJob(request: JobRequest): Promise<void> {

@@ -59,7 +59,7 @@ export class CommandResources {
   }
 
   /** Operator side: lists and watches the resources. */
-  async start(onDeleted: (commandId: string) => void): Promise<void> {
+  async start(onDeleted: (commandId: string) => void, onAdded: () => void = () => {}): Promise<void> {
     this.watch = keepInformer<FfmpegCommandObject>(
       this.kc,
       `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${PLURAL}`,
@@ -68,6 +68,8 @@ export class CommandResources {
       this.logger,
     );
     this.watch.informer.on('delete', (obj) => onDeleted(obj.metadata!.name!));
+    // A new resource is a newly submitted command: reconcile now rather than at the next resync.
+    this.watch.informer.on('add', () => onAdded());
     await this.watch.synced;
   }
 

@@ -31,7 +31,8 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
   const api = o.kubeconfig.makeApiClient(CoordinationV1Api);
   const clock = o.clock ?? (() => new Date());
   const leaseSeconds = o.leaseSeconds ?? 15;
-  const renewMs = (o.renewSeconds ?? 5) * 1000;
+  // Renew well within the lease, or a follower may find it expired between two renewals.
+  const renewMs = (o.renewSeconds ?? leaseSeconds / 3) * 1000;
   let stopped = false;
   let leading = false;
   let timer: NodeJS.Timeout | null = null;
@@ -43,7 +44,7 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
   const spec = (now: Date, prev?: V1Lease) => ({
     holderIdentity: o.identity,
     leaseDurationSeconds: leaseSeconds,
-    acquireTime: prev?.spec?.holderIdentity === o.identity ? prev.spec.acquireTime : microTime(now),
+    acquireTime: microTime(prev?.spec?.holderIdentity === o.identity && prev.spec.acquireTime ? new Date(prev.spec.acquireTime as unknown as string) : now),
     renewTime: microTime(now),
     leaseTransitions: (prev?.spec?.leaseTransitions ?? 0) + (prev?.spec?.holderIdentity === o.identity ? 0 : 1),
   });
