@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +15,15 @@ import { createTestDatabaseUrl } from '../core/db/test-database.ts';
 import { startEmbedded, type EmbeddedService } from '../api/embedded.ts';
 
 const run = promisify(execFile);
+
+/** A port that was free a moment ago (for servers that must know their URL before they start). */
+export async function freePort(): Promise<number> {
+  const srv = createNetServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
 
 export interface MediaServer {
   url: string;

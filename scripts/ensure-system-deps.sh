@@ -6,6 +6,8 @@ set -euo pipefail
 need=()
 command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || need+=(ffmpeg)
 command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)   # test control plane certificates
+command -v curl >/dev/null 2>&1 || need+=(curl)         # scripts/versitygw.sh readiness checks
 if [ "${FFOP_NEED_POSTGRES:-0}" = 1 ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 fi

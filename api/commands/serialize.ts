@@ -1,6 +1,6 @@
 // Command rows -> the spec's JSON records.
 import type { CommandListRow, CommandRow, FileRow } from '../../core/commands/commands-repo.ts';
-import { storageUrlOf } from '../files/serialize.ts';
+import { mediaFields, storageUrlOf } from '../files/serialize.ts';
 import { toMb } from '../units.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 
@@ -15,19 +15,7 @@ export async function outputFileEntry(f: FileRow, storage: Storage, presignTtl?:
   return {
     file_id: f.id,
     storage_url: await storageUrlOf(f, storage, presignTtl),
-    file_type: m?.file_type ?? null,
-    file_format: m?.file_format ?? null,
-    codec: m?.codec ?? null,
-    mime_type: m?.mime_type ?? null,
-    duration: m?.duration ?? null,
-    width: m?.width ?? null,
-    height: m?.height ?? null,
-    frame_rate: m?.frame_rate ?? null,
-    is_varying_frame_rate: m?.is_varying_frame_rate ?? null,
-    timebase: m?.timebase ?? null,
-    pixel_format: m?.pixel_format ?? null,
-    bitrate_video_kb: m?.bitrate_video_kb ?? null,
-    bitrate_audio_kb: m?.bitrate_audio_kb ?? null,
+    ...mediaFields(m),
     size_mbytes: f.sizeBytes === null ? null : toMb(f.sizeBytes),
     // Playlists and OUTPUT_FOLDER hold several files; their zip's size is size_compressed_mbytes.
     file_count: f.fileCount ?? 1,

@@ -1,5 +1,6 @@
 // File rows -> the spec's stored file record.
 import type { FileRow } from '../../core/files/files-repo.ts';
+import type { MediaInfo } from '../../core/media/media-info.ts';
 import { FileStatus } from '../../core/commands/command-status.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { toMb } from '../units.ts';
@@ -10,6 +11,25 @@ export async function storageUrlOf(f: FileRow, storage: Storage, presignTtl: num
     return storage.presignGet(f.storageKey, presignTtl);
   }
   return storage.publicUrl(f.storageKey);
+}
+
+/** The media fields of the output file entry and the stored file record (null until probed). */
+export function mediaFields(m: MediaInfo | null) {
+  return {
+    file_type: m?.file_type ?? null,
+    file_format: m?.file_format ?? null,
+    codec: m?.codec ?? null,
+    mime_type: m?.mime_type ?? null,
+    duration: m?.duration ?? null,
+    width: m?.width ?? null,
+    height: m?.height ?? null,
+    frame_rate: m?.frame_rate ?? null,
+    is_varying_frame_rate: m?.is_varying_frame_rate ?? null,
+    timebase: m?.timebase ?? null,
+    pixel_format: m?.pixel_format ?? null,
+    bitrate_video_kb: m?.bitrate_video_kb ?? null,
+    bitrate_audio_kb: m?.bitrate_audio_kb ?? null,
+  };
 }
 
 export async function storedFileRecord(f: FileRow, storage: Storage, presignTtl?: number) {
@@ -28,19 +48,7 @@ export async function storedFileRecord(f: FileRow, storage: Storage, presignTtl?
     size_compressed_mbytes: f.sizeCompressedBytes === null ? null : toMb(f.sizeCompressedBytes),
     is_private: f.isPrivate,
     original_file_url: f.originalFileUrl,
-    file_type: m?.file_type ?? null,
-    file_format: m?.file_format ?? null,
-    codec: m?.codec ?? null,
-    mime_type: m?.mime_type ?? null,
-    duration: m?.duration ?? null,
-    width: m?.width ?? null,
-    height: m?.height ?? null,
-    frame_rate: m?.frame_rate ?? null,
-    is_varying_frame_rate: m?.is_varying_frame_rate ?? null,
-    timebase: m?.timebase ?? null,
-    pixel_format: m?.pixel_format ?? null,
-    bitrate_video_kb: m?.bitrate_video_kb ?? null,
-    bitrate_audio_kb: m?.bitrate_audio_kb ?? null,
+    ...mediaFields(m),
     video_profile_level: m?.video_profile_level ?? null,
     created_at: f.createdAt.toISOString(),
   };

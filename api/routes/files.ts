@@ -4,7 +4,8 @@ import { describeRoute, resolver } from 'hono-openapi';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
 import { FileStatus, StoreType } from '../../core/commands/command-status.ts';
 import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
-import type { FilesRepo, FileRow } from '../../core/files/files-repo.ts';
+import type { FilesRepo, FileRow, NewFileRow } from '../../core/files/files-repo.ts';
+import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import { choosePartSize, partCount } from '../../core/files/part-size.ts';
 import { contentTypeForFileName } from '../../core/media/mime.ts';
 import { fileNameFromUrl, safeLocalName } from '../../core/net/file-name.ts';
@@ -30,6 +31,22 @@ export interface FileRoutesDeps {
 const notFound = (c: Context) => c.json({ detail: 'File not found' }, 404);
 const fileRecord = responses.json(storedFileSchema, 'The stored file');
 const idParam = { name: 'file_id', in: 'path' as const, required: true, schema: { type: 'string' as const, format: 'uuid' } };
+
+/** A stored file's first record: QUEUED until downloaded (store-file) or uploaded (init-upload). */
+function newStoredFile(caller: Caller, id: string, fileName: string, isPrivate: boolean, extra: Partial<NewFileRow>): NewFileRow & { storageKey: string } {
+  return {
+    id,
+    accountId: caller.account.id,
+    environmentName: caller.environment,
+    serviceStoreType: StoreType.STORED_FILE,
+    status: FileStatus.QUEUED,
+    storageKey: objectKey({ isPrivate, accountId: caller.account.id, fileId: id, fileName }),
+    fileName,
+    originalFileUrl: fileName,
+    isPrivate,
+    ...extra,
+  };
+}
 
 export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -57,17 +74,7 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       }
       const id = randomUUID();
       const fileName = safeLocalName(fileNameFromUrl(req.file_url) ?? 'file');
-      await d.files.insert({
-        id,
-        accountId: caller.account.id,
-        environmentName: caller.environment,
-        serviceStoreType: StoreType.STORED_FILE,
-        status: FileStatus.QUEUED,
-        storageKey: objectKey({ isPrivate: req.is_private, accountId: caller.account.id, fileId: id, fileName }),
-        fileName,
-        originalFileUrl: req.file_url,
-        isPrivate: req.is_private,
-      });
+      await d.files.insert(newStoredFile(caller, id, fileName, req.is_private, { originalFileUrl: req.file_url }));
       d.kickFileTasks();
       return c.json({ file_id: id });
     },
@@ -177,26 +184,14 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       }
       const id = randomUUID();
       const partSize = choosePartSize(req.size_bytes, req.part_size);
-      const key = objectKey({ isPrivate: req.is_private, accountId: caller.account.id, fileId: id, fileName: req.filename });
+      const row = newStoredFile(caller, id, req.filename, req.is_private, { partSize, expectedSizeBytes: req.size_bytes });
+      const key = row.storageKey;
       const uploadId = await d.storage.createMultipartUpload(key, contentTypeForFileName(req.filename));
       const urls: string[] = [];
       for (let part = 1; part <= partCount(req.size_bytes, partSize); part++) {
         urls.push(await d.storage.presignUploadPart(key, uploadId, part, d.uploadTtlSeconds));
       }
-      await d.files.insert({
-        id,
-        accountId: caller.account.id,
-        environmentName: caller.environment,
-        serviceStoreType: StoreType.STORED_FILE,
-        status: FileStatus.QUEUED,
-        storageKey: key,
-        fileName: req.filename,
-        originalFileUrl: req.filename,
-        isPrivate: req.is_private,
-        uploadId,
-        partSize,
-        expectedSizeBytes: req.size_bytes,
-      });
+      await d.files.insert({ ...row, uploadId });
       return c.json({ file_id: id, part_size: partSize, upload_urls: urls });
     },
   );

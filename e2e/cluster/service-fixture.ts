@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startClusterApi } from '../../api/cluster-api.ts';
@@ -18,20 +17,13 @@ import { RUNNER_CONTAINER, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
 import { createLogger } from '../../core/logger.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
 import { startOperator, type RunningOperator } from '../../operator/operator.ts';
-import { ApiClient } from '../harness.ts';
+import { ApiClient, freePort } from '../harness.ts';
 import { startCluster, type Cluster } from './cluster.ts';
 import { startNodeAgent, type NodeAgent } from './node-agent.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUNNER_MAIN = join(ROOT, 'runner-image/main.ts');
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 export interface ClusterService {
   cluster: Cluster;
