@@ -34,6 +34,14 @@ export interface AppDeps {
   maxBodyBytes?: number;
 }
 
+function routePattern(path: string): RegExp {
+  const source = path
+    .split('/')
+    .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${source}$`);
+}
+
 export function createApp(d: AppDeps): Hono {
   const clock = d.clock ?? (() => new Date());
   const app = new Hono();
@@ -43,7 +51,16 @@ export function createApp(d: AppDeps): Hono {
     d.logger.error({ err, path: c.req.path, method: c.req.method }, 'request failed');
     return c.json({ detail: 'Internal Server Error' }, 500);
   });
-  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+  // As FastAPI: a known path with another method is 405 with Allow, an unknown path 404.
+  let routes: { method: string; pattern: RegExp }[] | null = null;
+  app.notFound((c) => {
+    routes ??= app.routes
+      .filter((r) => r.method !== 'ALL')
+      .map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(c.req.path)).map((r) => r.method))];
+    if (allowed.length > 0) return c.json({ detail: 'Method Not Allowed' }, 405, { allow: allowed.join(', ') });
+    return c.json({ detail: 'Not Found' }, 404);
+  });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {

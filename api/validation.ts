@@ -133,6 +133,7 @@ export function laxNumber() {
       addIssue({ message: msg(typeof x === 'string' ? 'float_parsing' : 'float_type', typeof x === 'string' ? 'Input should be a valid number, unable to parse string as a number' : 'Input should be a valid number') });
       return NEVER;
     }),
+    v.metadata({ type: 'number' }), // for the OpenAPI document: the transform itself has no JSON Schema
   );
 }
 
@@ -154,6 +155,7 @@ export function laxInt() {
       addIssue({ message: msg(typeof x === 'string' ? 'int_parsing' : 'int_type', typeof x === 'string' ? 'Input should be a valid integer, unable to parse string as an integer' : 'Input should be a valid integer') });
       return NEVER;
     }),
+    v.metadata({ type: 'integer' }),
   );
 }
 
@@ -171,6 +173,7 @@ export function laxBool() {
       addIssue({ message: msg(typeof x === 'string' ? 'bool_parsing' : 'bool_type', 'Input should be a valid boolean') });
       return NEVER;
     }),
+    v.metadata({ type: 'boolean' }),
   );
 }
 

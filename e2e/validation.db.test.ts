@@ -214,3 +214,21 @@ describe('hostile details found by fuzzing', () => {
     assert.equal((await fetch(svc.url + '/docs/assets/__proto__')).status, 404);
   });
 });
+
+test('a known path with another method is 405 with Allow; an unknown path is 404', async () => {
+  const svc = await startService();
+  try {
+    const put = await svc.client().request('PUT', '/v1/commands');
+    assert.equal(put.status, 405);
+    assert.deepEqual(put.body, { detail: 'Method Not Allowed' });
+    assert.match(put.headers.get('allow')!, /GET/);
+    const del = await svc.client().request('DELETE', '/v1/run-ffmpeg-command');
+    assert.equal(del.status, 405);
+    assert.match(del.headers.get('allow')!, /POST/);
+    const none = await svc.client().request('GET', '/v1/nothing-here');
+    assert.equal(none.status, 404);
+    assert.deepEqual(none.body, { detail: 'Not Found' });
+  } finally {
+    await svc.close();
+  }
+});
