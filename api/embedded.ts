@@ -64,7 +64,12 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       localDir: config.storageDir,
       s3: config.s3 ?? undefined,
     });
-    const backend = new LocalProcessBackend({ logger, workRoot: config.workDir, capacityVcpus: config.localMaxVcpus });
+    const backend = new LocalProcessBackend({
+      logger,
+      workRoot: config.workDir,
+      capacityVcpus: config.localMaxVcpus,
+      env: { FFOP_MAX_OUTPUT_FILE_BYTES: String(config.maxOutputFileBytes) },
+    });
     const reconciler = new Reconciler({
       commands,
       backend,

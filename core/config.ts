@@ -18,6 +18,8 @@ export interface Config {
   downloadTimeoutSeconds: number;
   uploadAllowanceSeconds: number;
   localMaxVcpus: number;
+  /** rlimit on every file ffmpeg writes. */
+  maxOutputFileBytes: number;
   /** Direct uploads neither completed nor aborted are cleaned up after this long (default 7 days). */
   abandonedUploadSeconds: number;
   maxBodyBytes: number;
@@ -77,6 +79,7 @@ export function loadConfig(env: Env = process.env): Config {
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
     localMaxVcpus: num(env, 'FFOP_LOCAL_MAX_VCPUS', availableParallelism()),
+    maxOutputFileBytes: num(env, 'FFOP_MAX_OUTPUT_FILE_BYTES', 20 * 1024 ** 3),
     abandonedUploadSeconds: num(env, 'FFOP_ABANDONED_UPLOAD_SECONDS', 7 * 86400),
     maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',

@@ -150,3 +150,27 @@ describe('files', () => {
     }
   });
 });
+
+test('a file deleted while it downloads stays deleted: no bytes, no STORED', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
+  await makeClip(dir, 'clip.mp4');
+  const media = await startMediaServer(dir);
+  const svc = await startService({ allow: [media.allowEntry] });
+  try {
+    const api = svc.client();
+    const id = (await api.post('/v1/files/store-file', { file_url: `${media.url}/slow/clip.mp4` })).body.file_id;
+    for (let i = 0; i < 100 && (await api.get(`/v1/files/${id}`)).body.status !== 'DOWNLOADING'; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await api.request('DELETE', `/v1/files/${id}`)).status, 200);
+    await new Promise((r) => setTimeout(r, 4500)); // the download finishes meanwhile
+    const f = (await api.get(`/v1/files/${id}`)).body;
+    assert.equal(f.is_deleted, true);
+    assert.notEqual(f.status, 'STORED');
+    assert.equal((await fetch(f.storage_url)).status, 404);
+    // A fractional presigned TTL is rounded up, not a 500.
+    assert.equal((await api.get(`/v1/files/${id}?presigned_ttl_seconds=1.5`)).status, 200);
+  } finally {
+    await svc.close();
+    await media.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -145,7 +145,11 @@ export class FileTasks {
       }
       const media = await probeOrDescribe(path, f.fileName);
       await this.o.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));
-      await this.o.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media });
+      if (!(await this.o.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media }))) {
+        // Deleted while it downloaded: its bytes must not outlive the record.
+        await this.o.storage.delete(f.storageKey);
+        return;
+      }
       log.info({ size }, 'file stored');
     });
   }
@@ -156,7 +160,9 @@ export class FileTasks {
       const path = join(dir, f.fileName);
       await pipeline(await this.o.storage.read(f.storageKey), createWriteStream(path));
       const media = await probeOrDescribe(path, f.fileName);
-      await this.o.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media });
+      if (!(await this.o.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media }))) {
+        await this.o.storage.delete(f.storageKey);
+      }
     });
   }
 

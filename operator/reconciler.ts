@@ -115,10 +115,17 @@ export class Reconciler {
     for (const c of active) {
       if (!maxByAccount.has(c.accountId)) maxByAccount.set(c.accountId, await this.o.maxVcpusOf(c.accountId));
     }
+    // A plan lowered after submission: a command that can never fit would block its account forever.
+    for (const c of queued) {
+      const max = maxByAccount.get(c.accountId) ?? 0;
+      if (c.vcpuCount > max) {
+        await this.fail(c, ErrorStatus.PLAN_LIMIT_EXCEEDED, `vcpu_count ${c.vcpuCount} is more than the ${max} vCPUs the account's plan allows now`);
+      }
+    }
     const stillRunning = (await this.o.commands.active()).filter((c) => c.status === CommandStatus.PROCESSING);
     const admitted = admit({
       running: stillRunning,
-      queued,
+      queued: queued.filter((c) => c.vcpuCount <= (maxByAccount.get(c.accountId) ?? 0)),
       maxVcpusOf: (id) => maxByAccount.get(id) ?? 0,
       capacityVcpus: this.o.backend.capacityVcpus,
     });

@@ -8,7 +8,7 @@ import { toMb } from '../units.ts';
 export async function storageUrlOf(f: FileRow, storage: Storage, presignTtl: number | undefined): Promise<string> {
   // Only stored, private, live files get a presigned URL; everything else keeps its plain URL.
   if (presignTtl !== undefined && f.isPrivate && !f.isDeleted && f.status === FileStatus.STORED) {
-    return storage.presignGet(f.storageKey, presignTtl);
+    return storage.presignGet(f.storageKey, Math.ceil(presignTtl)); // storage signs whole seconds
   }
   return storage.publicUrl(f.storageKey);
 }

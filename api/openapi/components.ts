@@ -20,6 +20,7 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   UPLOAD_ABORTED: 'Files: a direct upload was aborted (abort-upload).',
   UPLOAD_EXPIRED: 'Files: a direct upload was neither completed nor aborted in time and was cleaned up.',
   STORAGE_QUOTA_EXCEEDED: "Files: storing the file would have exceeded the account's storage quota.",
+  PLAN_LIMIT_EXCEEDED: "A queued command asks for more vCPUs than its account's plan allows now (the plan changed after it was submitted).",
   CANCELLED: "Cluster mode: the command's FfmpegCommand resource was deleted; its Job was stopped.",
   DEADLINE_EXCEEDED: 'The step as a whole (downloads, ffmpeg, uploads) passed its deadline.',
   INTERRUPTED: 'The service restarted while the command ran, too many times to try again.',

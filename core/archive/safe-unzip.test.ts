@@ -59,6 +59,7 @@ for (const [label, entries, message] of [
   ['absolute name', [{ name: '/etc/evil.txt', data: 'x' }], /absolute|invalid|outside/i],
   ['symlink', [{ name: 'link', data: '/etc/passwd', symlink: true }], /symbolic link/],
   ['reserved folder', [{ name: '.out/out_1/o.mp4', data: 'x' }], /reserved/],
+  ['reserved folder behind a dot segment', [{ name: './.out/out_1/o.mp4', data: 'x' }], /reserved|invalid/],
   ['bomb ratio', [{ name: 'zeros.bin', zeros: 20 * 1024 * 1024 }], /ratio/],
   ['too many entries', Array.from({ length: 101 }, (_, i) => ({ name: `f${i}.txt`, data: 'x' })), /more than 100 entries/],
 ] as const) {

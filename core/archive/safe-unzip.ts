@@ -3,7 +3,7 @@
 // folders, too many entries, too many bytes (declared and actually inflated) and bomb-like ratios.
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { dirname, join, normalize, sep } from 'node:path';
+import { dirname, join, normalize, relative, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
@@ -53,7 +53,7 @@ export async function safeUnzip(zipPath: string, destDir: string, limits: UnzipL
           }
           const target = normalize(join(destDir, name));
           if (!target.startsWith(destDir + sep) && target !== destDir) throw new ArchiveRefused(`zip entry "${name}" points outside the folder`);
-          const top = name.split('/')[0];
+          const top = relative(destDir, target).split(sep)[0]; // normalized, so "./.out/x" counts as ".out"
           if (limits.reservedTopLevel?.includes(top)) throw new ArchiveRefused(`zip entry "${name}" uses the reserved folder name "${top}"`);
           if (isDir) {
             await mkdir(target, { recursive: true });

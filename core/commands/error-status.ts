@@ -27,6 +27,8 @@ export const ErrorStatus = {
   UPLOAD_EXPIRED: 'UPLOAD_EXPIRED',
   /** Storing the file would have exceeded the account's storage quota. */
   STORAGE_QUOTA_EXCEEDED: 'STORAGE_QUOTA_EXCEEDED',
+  /** A queued command asks for more vCPUs than its account's plan allows now (the plan changed). */
+  PLAN_LIMIT_EXCEEDED: 'PLAN_LIMIT_EXCEEDED',
   /** Cluster mode: the command's FfmpegCommand resource was deleted; its Job was stopped. */
   CANCELLED: 'CANCELLED',
   /** The service restarted while the command ran, too many times to try again. */

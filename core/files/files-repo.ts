@@ -44,14 +44,14 @@ export class FilesRepo {
   }
 
   /**
-   * Moves a file from one status to another only if it is still in `from`; false when someone else
-   * moved it first (a concurrent complete and abort, say).
+   * Moves a live file from one status to another only if it is still in `from`; false when someone
+   * else moved it first (a concurrent complete and abort, say) or deleted it meanwhile.
    */
   async transition(id: string, from: string, patch: Partial<NewFileRow>): Promise<boolean> {
     const rows = await this.db
       .update(files)
       .set({ ...patch, updatedAt: new Date() })
-      .where(and(eq(files.id, id), eq(files.status, from)))
+      .where(and(eq(files.id, id), eq(files.status, from), eq(files.isDeleted, false)))
       .returning({ id: files.id });
     return rows.length > 0;
   }

@@ -30,6 +30,7 @@ export interface KubernetesBackendOptions {
 }
 
 const FIELD_MANAGER = 'ffmpeg-operator';
+const EVENT_LOOKBACK = 200;
 
 export class KubernetesBackend implements JobBackend {
   readonly capacityVcpus = null; // the scheduler decides where and when pods run
@@ -44,6 +45,10 @@ export class KubernetesBackend implements JobBackend {
   private polling: Promise<void> = Promise.resolve();
   /** Jobs whose result was emitted (real or made from status): nothing more is emitted for them. */
   private readonly settled = new Set<string>();
+  /** Jobs created here that the watch has not shown yet: they exist, whatever the cache says. */
+  private readonly created = new Set<string>();
+  /** Event ids already read: ids can commit out of order, so each poll looks a little way back. */
+  private readonly seenEvents = new Set<number>();
 
   constructor(o: KubernetesBackendOptions) {
     this.o = o;
@@ -63,7 +68,12 @@ export class KubernetesBackend implements JobBackend {
       this.o.logger,
     );
     this.jobs.informer.on('update', (job) => void this.onJobChanged(job));
-    this.jobs.informer.on('add', (job) => void this.onJobChanged(job));
+    // Forget a Job once it is gone for good (its late updates are still ignored until then).
+    this.jobs.informer.on('delete', (job) => this.settled.delete(job.metadata!.name!));
+    this.jobs.informer.on('add', (job) => {
+      this.created.delete(job.metadata!.name!);
+      void this.onJobChanged(job);
+    });
     await this.jobs.synced;
     this.poller = setInterval(() => this.poll(), this.o.pollMs ?? 250);
     this.poller.unref();
@@ -78,11 +88,13 @@ export class KubernetesBackend implements JobBackend {
     // Before the first list, "no Jobs" would be a lie that makes every running step look lost.
     if (!this.jobs) throw new Error('the Job watch has not started yet');
     await this.jobs.synced;
-    return new Set(this.jobs.informer.list(this.o.namespace).map((j) => j.metadata!.name!));
+    const names = new Set(this.jobs.informer.list(this.o.namespace).map((j) => j.metadata!.name!));
+    for (const name of this.created) names.add(name);
+    return names;
   }
 
   async ensureJob(request: JobRequest): Promise<void> {
-    if (this.jobs?.informer.get(request.ref.name, this.o.namespace)) return;
+    if (this.created.has(request.ref.name) || this.jobs?.informer.get(request.ref.name, this.o.namespace)) return;
     const owner = this.o.ownerOf(request.ref.commandId);
     const labels = {
       [LABELS.managedBy]: MANAGED_BY,
@@ -134,10 +146,12 @@ export class KubernetesBackend implements JobBackend {
     };
     // Server-side apply: creating an existing Job again changes nothing.
     await this.objects.patch(job, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    if (!this.jobs?.informer.get(request.ref.name, this.o.namespace)) this.created.add(request.ref.name);
     this.o.logger.info({ command_id: request.ref.commandId, job: request.ref.name, vcpus: request.vcpus }, 'job created');
   }
 
   async deleteJob(name: string): Promise<void> {
+    this.created.delete(name);
     try {
       await this.batch.deleteNamespacedJob({ name, namespace: this.o.namespace, propagationPolicy: 'Background' });
     } catch (err) {
@@ -155,11 +169,14 @@ export class KubernetesBackend implements JobBackend {
   private poll(): void {
     this.polling = this.polling
       .then(async () => {
-        for (const e of await this.o.events.after(this.lastEventId)) {
-          this.lastEventId = e.id;
+        for (const e of await this.o.events.after(Math.max(0, this.lastEventId - EVENT_LOOKBACK))) {
+          if (this.seenEvents.has(e.id)) continue;
+          this.seenEvents.add(e.id);
+          this.lastEventId = Math.max(this.lastEventId, e.id);
           const ref = parseJobName(e.jobName);
           if (ref) this.emit(ref, e.event);
         }
+        for (const id of this.seenEvents) if (id < this.lastEventId - EVENT_LOOKBACK) this.seenEvents.delete(id);
       })
       .catch((err) => this.o.logger.warn({ err }, 'reading job events failed; retrying'));
   }
@@ -181,7 +198,12 @@ export class KubernetesBackend implements JobBackend {
       this.poll();
       void this.polling.then(resolve);
     });
-    if (this.settled.has(name) || (await this.o.events.forJob(name)).some((e) => e.event.type === 'result')) return;
+    if (this.settled.has(name)) return;
+    const reported = (await this.o.events.forJob(name)).find((e) => e.event.type === 'result');
+    if (reported) {
+      this.emit(ref, reported.event); // the poller may have passed it by (ids commit out of order)
+      return;
+    }
     const failure = await this.describeFailure(job, finished.type, finished.reason, finished.message);
     this.emit(ref, { type: 'result', ok: false, ffmpegSeconds: null, inputBytes: 0, ...failure });
   }

@@ -85,7 +85,16 @@ export class CommandResources {
   /** Level-triggered: creates a missing resource, or reports that the user deleted it. */
   async ensure(c: CommandRow, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
     if (this.watch?.informer.get(c.id, this.namespace)) return 'present';
-    if (c.resourceCreatedAt) return 'deleted';
+    if (c.resourceCreatedAt) {
+      // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
+      try {
+        await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: c.id });
+        return 'present';
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return 'deleted';
+        throw err;
+      }
+    }
     await this.create(c);
     await commands.update(c.id, { resourceCreatedAt: new Date() });
     this.logger.info({ command_id: c.id }, 'created the missing FfmpegCommand');

@@ -74,7 +74,8 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
     if (stopped) return;
     let ok = false;
     try {
-      ok = await attempt();
+      // A renewal that hangs counts as failed: a leader must not act on a lease it may have lost.
+      ok = await Promise.race([attempt(), new Promise<boolean>((r) => setTimeout(() => r(false), renewMs).unref())]);
     } catch (err) {
       o.logger.warn({ err: (err as Error).message, identity: o.identity }, 'lease update failed');
     }
