@@ -2,7 +2,7 @@
 // the field that is wrong), file ids fixed up front. Nothing here runs anything.
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';
-import type { NewCommandRow, } from '../../core/commands/commands-repo.ts';
+import type { NewCommandRow } from '../../core/commands/commands-repo.ts';
 import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
 import { parseFfmpegCommand } from '../../core/commands/parse.ts';
 import { CommandRejected, type ParsedCommand } from '../../core/commands/parsed-command.ts';
