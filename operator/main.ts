@@ -30,6 +30,7 @@ const operator = startOperator({
     maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
   },
   workDir: config.workDir,
+  maxOutputFileBytes: config.maxOutputFileBytes,
   abandonedUploadSeconds: config.abandonedUploadSeconds,
 });
 const shutdown = async (code: number) => {

@@ -33,6 +33,7 @@ export interface OperatorOptions {
   leaseSeconds?: number;
   /** Where runner pods mount their working volume (default /work). */
   runnerWorkRoot?: string;
+  maxOutputFileBytes?: number;
 }
 
 export interface RunningOperator {
@@ -70,6 +71,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       tokenSecret: o.tokenSecret,
       ownerOf: (id) => resources!.ownerOf(id),
       workRoot: o.runnerWorkRoot,
+      maxOutputFileBytes: o.maxOutputFileBytes,
     });
     const r = new Reconciler({
       commands,

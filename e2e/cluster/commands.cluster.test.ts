@@ -65,6 +65,8 @@ describe('cluster mode', () => {
     const container = job.spec!.template.spec!.containers[0];
     assert.equal(container.resources!.requests!.cpu, '2');
     assert.equal(container.resources!.limits!.cpu, '2');
+    assert.equal(container.resources!.limits!['ephemeral-storage'], '100Gi');
+    assert.equal(job.spec!.template.spec!.volumes![0].emptyDir!.sizeLimit, '100Gi');
     assert.equal(job.spec!.backoffLimit, 0);
     assert.equal(job.spec!.activeDeadlineSeconds, 60 + 120 + 60);
     assert.ok(job.spec!.ttlSecondsAfterFinished! > 0);

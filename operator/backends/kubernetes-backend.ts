@@ -27,6 +27,10 @@ export interface KubernetesBackendOptions {
   pollMs?: number;
   /** Where the runner's working volume is mounted (default /work). */
   workRoot?: string;
+  /** Disk a step may use: its working volume's size limit and the pod's ephemeral-storage limit (default 100Gi). */
+  workVolumeSize?: string;
+  /** rlimit on every file ffmpeg writes (default 20 GiB). */
+  maxOutputFileBytes?: number;
 }
 
 const FIELD_MANAGER = 'ffmpeg-operator';
@@ -133,13 +137,14 @@ export class KubernetesBackend implements JobBackend {
                   { name: RUNNER_ENV.reportToken, value: jobToken(this.o.tokenSecret, request.ref.name) },
                   { name: 'FFOP_JOB_NAME', value: request.ref.name },
                   { name: 'FFOP_WORK_ROOT', value: this.o.workRoot ?? '/work' },
+                  { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.o.maxOutputFileBytes ?? 20 * 1024 ** 3) },
                 ],
-                resources: { requests: { cpu }, limits: { cpu } },
+                resources: { requests: { cpu }, limits: { cpu, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' } },
                 securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
                 volumeMounts: [{ name: 'work', mountPath: this.o.workRoot ?? '/work' }],
               },
             ],
-            volumes: [{ name: 'work', emptyDir: {} }],
+            volumes: [{ name: 'work', emptyDir: { sizeLimit: this.o.workVolumeSize ?? '100Gi' } }],
           },
         },
       },
