@@ -46,8 +46,14 @@ export class Reconciler {
   constructor(o: ReconcilerOptions) {
     this.o = o;
     this.clock = o.clock ?? (() => new Date());
+    // Slow preparation (copying a playlist's files into storage) happens before the serialised
+    // section, so it does not hold up other commands' transitions. Events of one Job stay in order:
+    // only its last one, the result, can take long.
     o.backend.subscribe((ref, event) => {
-      void this.serial(() => this.apply(ref, event));
+      const prepared = this.prepare(ref, event);
+      void prepared.then((problem) => {
+        if (!this.stopped) void this.serial(() => this.apply(ref, event, problem));
+      });
     });
   }
 
@@ -162,7 +168,29 @@ export class Reconciler {
     }
   }
 
-  private async apply(ref: JobRef, event: RunnerEvent): Promise<void> {
+  /** Unpacks the playlist outputs of a successful result; returns what went wrong, if anything. */
+  private async prepare(ref: JobRef, event: RunnerEvent): Promise<string | null> {
+    if (event.type !== 'result' || !event.ok) return null;
+    try {
+      const c = await this.o.commands.findById(ref.commandId);
+      if (!c || jobName(c.id, c.currentStep, c.attempt) !== ref.name) return null;
+      for (const o of event.outputs) {
+        const declared = c.outputs.find((d) => d.alias === o.alias);
+        if (declared?.kind !== 'playlist') continue;
+        const key = objectKey({ isPrivate: c.isPrivate, accountId: c.accountId, fileId: declared.fileId, fileName: declared.fileName });
+        try {
+          await unpackPlaylist(this.o.storage, playlistStagingKey(c.accountId, declared.fileId), key.slice(0, key.lastIndexOf('/') + 1), this.o.workDir);
+        } catch (err) {
+          return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
+        }
+      }
+      return null;
+    } catch (err) {
+      return `could not store the outputs: ${(err as Error).message}`;
+    }
+  }
+
+  private async apply(ref: JobRef, event: RunnerEvent, problem: string | null = null): Promise<void> {
     const c = await this.o.commands.findById(ref.commandId);
     // Events of an earlier attempt (or of a command that already ended) change nothing.
     if (!c || c.status !== CommandStatus.PROCESSING || jobName(c.id, c.currentStep, c.attempt) !== ref.name) {
@@ -180,13 +208,13 @@ export class Reconciler {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
     // result (its events go with the Job) instead of losing it.
     try {
-      await this.applyResult(c, event);
+      await this.applyResult(c, event, problem);
     } finally {
       await this.o.backend.deleteJob(ref.name);
     }
   }
 
-  private async applyResult(c: CommandRow, event: Extract<RunnerEvent, { type: 'result' }>): Promise<void> {
+  private async applyResult(c: CommandRow, event: Extract<RunnerEvent, { type: 'result' }>, problem: string | null): Promise<void> {
     const ffmpegSeconds = c.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
     if (!event.ok) {
       const processedBytes = c.processedBytes + event.inputBytes;
@@ -195,16 +223,9 @@ export class Reconciler {
     }
     const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
     const processedBytes = c.processedBytes + event.inputBytes + outputBytes;
-    for (const o of event.outputs) {
-      const declared = c.outputs.find((d) => d.alias === o.alias)!;
-      if (declared.kind !== 'playlist') continue;
-      try {
-        const key = objectKey({ isPrivate: c.isPrivate, accountId: c.accountId, fileId: declared.fileId, fileName: declared.fileName });
-        await unpackPlaylist(this.o.storage, playlistStagingKey(c.accountId, declared.fileId), key.slice(0, key.lastIndexOf('/') + 1), this.o.workDir);
-      } catch (err) {
-        await this.fail({ ...c, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, `could not store the playlist ${o.alias}: ${(err as Error).message}`);
-        return;
-      }
+    if (problem) {
+      await this.fail({ ...c, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
+      return;
     }
     const files: NewFileRow[] = event.outputs.map((o) => {
       const declared = c.outputs.find((d) => d.alias === o.alias)!;
