@@ -1,26 +1,19 @@
 // The command API end to end in embedded mode: real HTTP, real ffmpeg, media from a loopback server.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { makeClip, probeJson, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
 
 describe('commands, embedded mode', () => {
   let media: MediaServer;
   let svc: ServiceFixture;
-  let mediaDir: string;
 
   before(async () => {
-    mediaDir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
-    await makeClip(mediaDir, 'clip.mp4');
-    media = await startMediaServer(mediaDir);
+    media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4'));
     svc = await startService({ allow: [media.allowEntry] });
   });
   after(async () => {
     await svc?.close();
     await media?.close();
-    await rm(mediaDir, { recursive: true, force: true });
   });
 
   test('the README example: submit, poll through the stages to SUCCESS, download the output', async () => {

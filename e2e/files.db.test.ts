@@ -1,8 +1,7 @@
 // The file endpoints end to end: store-file, list, read, delete, bulk delete, private files.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeClip, probeJson, startMediaServer, startService, type ApiClient, type MediaServer, type ServiceFixture } from './harness.ts';
 
@@ -20,19 +19,17 @@ async function waitForFile(api: ApiClient, id: string, timeoutMs = 30_000) {
 describe('files', () => {
   let media: MediaServer;
   let svc: ServiceFixture;
-  let mediaDir: string;
 
   before(async () => {
-    mediaDir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
-    await makeClip(mediaDir, 'clip.mp4');
-    await writeFile(join(mediaDir, 'notes.txt'), 'not media\n');
-    media = await startMediaServer(mediaDir);
+    media = await startMediaServer(async (dir) => {
+      await makeClip(dir, 'clip.mp4');
+      await writeFile(join(dir, 'notes.txt'), 'not media\n');
+    });
     svc = await startService({ allow: [media.allowEntry] });
   });
   after(async () => {
     await svc?.close();
     await media?.close();
-    await rm(mediaDir, { recursive: true, force: true });
   });
 
   test('store-file: {file_id} at once, then STORED with media metadata; usable as a command input', async () => {
@@ -152,9 +149,7 @@ describe('files', () => {
 });
 
 test('a file deleted while it downloads stays deleted: no bytes, no STORED', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
-  await makeClip(dir, 'clip.mp4');
-  const media = await startMediaServer(dir);
+  const media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4'));
   const svc = await startService({ allow: [media.allowEntry] });
   try {
     const api = svc.client();
@@ -171,6 +166,5 @@ test('a file deleted while it downloads stays deleted: no bytes, no STORED', asy
   } finally {
     await svc.close();
     await media.close();
-    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -11,28 +11,26 @@ import { makeClip, probeJson, startMediaServer, startService, type MediaServer, 
 describe('zip inputs, folders and playlists', () => {
   let media: MediaServer;
   let svc: ServiceFixture;
-  let mediaDir: string;
 
   before(async () => {
-    mediaDir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
-    const src = join(mediaDir, 'src');
-    await mkdir(join(src, 'media'), { recursive: true });
-    await mkdir(join(src, 'frames'));
-    await makeClip(src, 'video.mp4', 1);
-    await makeClip(join(src, 'media'), 'clip.mp4', 1);
-    await writeFile(join(src, 'list.txt'), "file 'video.mp4'\nfile 'media/clip.mp4'\n");
-    execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=1', join(src, 'frames', 'img_%03d.png')]);
-    const frames = Array.from({ length: 5 }, (_, i) => `frames/img_${String(i + 1).padStart(3, '0')}.png`);
-    await zipFiles(src, ['video.mp4', 'media/clip.mp4', 'list.txt', ...frames], join(mediaDir, 'inputs.zip'));
-    await makeClip(mediaDir, 'clip.mp4', 3);
-    execFileSync('python3', ['-c', `import zipfile\nwith zipfile.ZipFile('${join(mediaDir, 'evil.zip')}', 'w') as z: z.writestr('../escape.txt', 'x')`]);
-    media = await startMediaServer(mediaDir);
+    media = await startMediaServer(async (dir) => {
+      const src = join(dir, 'src');
+      await mkdir(join(src, 'media'), { recursive: true });
+      await mkdir(join(src, 'frames'));
+      await makeClip(src, 'video.mp4', 1);
+      await makeClip(join(src, 'media'), 'clip.mp4', 1);
+      await writeFile(join(src, 'list.txt'), "file 'video.mp4'\nfile 'media/clip.mp4'\n");
+      execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=1', join(src, 'frames', 'img_%03d.png')]);
+      const frames = Array.from({ length: 5 }, (_, i) => `frames/img_${String(i + 1).padStart(3, '0')}.png`);
+      await zipFiles(src, ['video.mp4', 'media/clip.mp4', 'list.txt', ...frames], join(dir, 'inputs.zip'));
+      await makeClip(dir, 'clip.mp4', 3);
+      execFileSync('python3', ['-c', `import zipfile\nwith zipfile.ZipFile('${join(dir, 'evil.zip')}', 'w') as z: z.writestr('../escape.txt', 'x')`]);
+    });
     svc = await startService({ allow: [media.allowEntry] });
   });
   after(async () => {
     await svc?.close();
     await media?.close();
-    await rm(mediaDir, { recursive: true, force: true });
   });
 
   test('input_compressed_folder: files by relative path, concat lists, image sequences', async () => {

@@ -34,8 +34,13 @@ export interface MediaServer {
   close(): Promise<void>;
 }
 
-/** Serves files of `dir` on 127.0.0.1; `/slow/<name>` trickles them over ~3 s; missing files answer 404. */
-export async function startMediaServer(dir: string): Promise<MediaServer> {
+/**
+ * Serves the files that `populate` writes into a fresh folder, on 127.0.0.1; `/slow/<name>` trickles
+ * them over ~3 s; missing files answer 404. close() stops the server and removes the folder.
+ */
+export async function startMediaServer(populate: (dir: string) => Promise<unknown>): Promise<MediaServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
+  await populate(dir);
   const requests: string[] = [];
   const server: Server = createServer(async (req, res) => {
     requests.push(req.url ?? '');
@@ -67,7 +72,13 @@ export async function startMediaServer(dir: string): Promise<MediaServer> {
     dir,
     allowEntry: `127.0.0.1:${port}`,
     requests,
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: async () => {
+      await new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      });
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }
 

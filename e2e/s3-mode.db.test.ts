@@ -3,9 +3,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { adminClient, startS3Server, type S3Server } from '../core/storage/s3-test-server.ts';
 import { makeClip, probeJson, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
 
@@ -13,15 +10,12 @@ describe('embedded mode with S3 storage', () => {
   let s3: S3Server;
   let media: MediaServer;
   let svc: ServiceFixture;
-  let mediaDir: string;
   const bucket = `ffop-e2e-${randomUUID().slice(0, 8)}`;
 
   before(async () => {
     s3 = await startS3Server();
     await adminClient(s3.settings).makeBucket(bucket, s3.settings.region);
-    mediaDir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
-    await makeClip(mediaDir, 'clip.mp4');
-    media = await startMediaServer(mediaDir);
+    media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4'));
     svc = await startService({
       allow: [media.allowEntry],
       env: {
@@ -37,7 +31,6 @@ describe('embedded mode with S3 storage', () => {
   after(async () => {
     await svc?.close();
     await media?.close();
-    await rm(mediaDir, { recursive: true, force: true });
     await s3?.stop();
   });
 

@@ -7,8 +7,8 @@ import { CommandStatus } from './command-status.ts';
 
 export type CommandRow = typeof commands.$inferSelect;
 export type NewCommandRow = typeof commands.$inferInsert;
-export type FileRow = typeof files.$inferSelect;
-export type NewFileRow = typeof files.$inferInsert;
+export type { FileRow, NewFileRow } from '../files/files-repo.ts';
+import type { FileRow, NewFileRow } from '../files/files-repo.ts';
 
 export interface CommandListRow extends CommandRow {
   outputFileCount: number;

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, lt } from 'drizzle-orm';
+import { asc, eq, gt, inArray } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { jobEvents } from '../db/schema.ts';
 import type { RunnerEvent } from './step-spec.ts';
@@ -31,9 +31,5 @@ export class JobEventsRepo {
 
   async deleteForJobs(jobNames: string[]): Promise<void> {
     if (jobNames.length) await this.db.delete(jobEvents).where(inArray(jobEvents.jobName, jobNames));
-  }
-
-  async deleteOlderThan(when: Date): Promise<void> {
-    await this.db.delete(jobEvents).where(and(lt(jobEvents.createdAt, when)));
   }
 }

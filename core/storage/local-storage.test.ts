@@ -457,24 +457,6 @@ describe('local storage: multipart uploads', () => {
     assert.deepEqual(await readdir(join(fx.root, 'tmp')), []);
   });
 
-  test('listStaleUploads lists uploads older than the cut-off, which abort then removes', async () => {
-    const started = now;
-    const oldId = await fx.storage.createMultipartUpload('mp/stale/old.bin', 'application/octet-stream');
-    now += 3600_000;
-    const newId = await fx.storage.createMultipartUpload('mp/stale/new.bin', 'application/octet-stream');
-    now += 60_000;
-
-    const stale = await fx.storage.listStaleUploads(new Date(started + 1000));
-    const mine = stale.filter((upload) => upload.key.startsWith('mp/stale/'));
-    assert.deepEqual(mine, [{ uploadId: oldId, key: 'mp/stale/old.bin', createdAt: new Date(started) }]);
-    const all = await fx.storage.listStaleUploads(new Date(now));
-    assert.ok(all.some((upload) => upload.uploadId === newId));
-
-    for (const upload of mine) await fx.storage.abortMultipartUpload(upload.key, upload.uploadId);
-    assert.ok(!(await fx.storage.listStaleUploads(new Date(now))).some((upload) => upload.uploadId === oldId));
-    await assert.rejects(stat(join(fx.root, 'uploads', oldId)), { code: 'ENOENT' });
-  });
-
   test('the minimum part size is a constructor option, 5 MiB by default', async () => {
     const root = await mkdtemp(join(tmpdir(), 'local-storage-min-part-'));
     try {

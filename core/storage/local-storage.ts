@@ -123,11 +123,6 @@ export const PART_NUMBER_PARAM = 'partNumber';
 const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 const UPLOAD_RECORD = 'upload.json';
 
-export interface StaleUpload {
-  uploadId: string;
-  key: string;
-  createdAt: Date;
-}
 
 interface UploadRecord {
   key: string;
@@ -477,18 +472,6 @@ export class LocalStorage implements Storage {
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
     if ((await this.#readUpload(key, uploadId)) === null) return;
     await rm(join(this.#uploadsDir, uploadId), { recursive: true, force: true, maxRetries: 3 });
-  }
-
-  /** Uploads started before `olderThan` and neither completed nor aborted (for a cleanup job). */
-  async listStaleUploads(olderThan: Date): Promise<StaleUpload[]> {
-    const stale: StaleUpload[] = [];
-    for (const uploadId of await listDir(this.#uploadsDir)) {
-      const upload = await this.#readUpload(null, uploadId);
-      if (upload !== null && upload.createdAt.getTime() < olderThan.getTime()) {
-        stale.push({ uploadId, key: upload.key, createdAt: upload.createdAt });
-      }
-    }
-    return stale.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
 
   /** The upload's record; null when the id is malformed, unknown, or the upload is of another key. */

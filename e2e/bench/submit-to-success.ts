@@ -3,18 +3,14 @@
 // ffmpeg_command_run_seconds; the difference is the service's own overhead (download, probe, store,
 // runner start, polling). Run: npx tsx e2e/bench/submit-to-success.ts [runs]
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startMediaServer, startService } from '../harness.ts';
 
 const runs = Number(process.argv[2] ?? 5);
-const dir = await mkdtemp(join(tmpdir(), 'ffop-bench-'));
 // A 10 s 1280x720 clip stands in for "https://example.com/media/video.mp4".
-await promisify(execFile)('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=30:duration=10',
-  '-f', 'lavfi', '-i', 'sine=frequency=440:duration=10', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', join(dir, 'video.mp4')]);
-const media = await startMediaServer(dir);
+const media = await startMediaServer((dir) => promisify(execFile)('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=30:duration=10',
+  '-f', 'lavfi', '-i', 'sine=frequency=440:duration=10', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', join(dir, 'video.mp4')]));
 const svc = await startService({ allow: [media.allowEntry] });
 const api = svc.client();
 const rows: { total: number; ffmpeg: number }[] = [];
@@ -37,5 +33,4 @@ try {
 } finally {
   await svc.close();
   await media.close();
-  await rm(dir, { recursive: true, force: true });
 }

@@ -1,9 +1,6 @@
 // Cluster mode end to end through the HTTP API: FfmpegCommands, Jobs, the real Job controller.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { BatchV1Api, CustomObjectsApi, type V1Job } from '@kubernetes/client-node';
 import { GROUP, LABELS, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
@@ -15,7 +12,6 @@ import { startClusterService, type ClusterService } from './service-fixture.ts';
 describe('cluster mode', () => {
   let svc: ClusterService;
   let media: MediaServer;
-  let mediaDir: string;
   let batch: BatchV1Api;
   let custom: CustomObjectsApi;
   const jobsOf = async (commandId: string): Promise<V1Job[]> =>
@@ -23,9 +19,7 @@ describe('cluster mode', () => {
   const seenJobs = new Map<string, V1Job>();
 
   before(async () => {
-    mediaDir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
-    await makeClip(mediaDir, 'clip.mp4');
-    media = await startMediaServer(mediaDir);
+    media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4'));
     svc = await startClusterService({ allow: [media.allowEntry] });
     batch = svc.cluster.kubeconfig.makeApiClient(BatchV1Api);
     custom = svc.cluster.kubeconfig.makeApiClient(CustomObjectsApi);
@@ -42,7 +36,6 @@ describe('cluster mode', () => {
   after(async () => {
     await svc?.close();
     await media?.close();
-    await rm(mediaDir, { recursive: true, force: true });
   });
 
   test('a single command: FfmpegCommand, one Job as specified, SUCCESS in the API, status mirrored, Job collected', async () => {

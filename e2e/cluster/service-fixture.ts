@@ -126,4 +126,3 @@ async function waitForCrd(cluster: Cluster): Promise<void> {
   throw new Error('the FfmpegCommand CRD never became Established');
 }
 
-export type { KubeConfig };

@@ -7,7 +7,6 @@ export interface KeptInformer<T extends KubernetesObject> {
   informer: Informer<T> & ObjectCache<T>;
   /** Resolves after the first successful list. */
   synced: Promise<void>;
-  restarts(): number;
   stop(): Promise<void>;
 }
 
@@ -20,7 +19,6 @@ export function keepInformer<T extends KubernetesObject>(
 ): KeptInformer<T> {
   const informer = makeInformer<T>(kc, path, list, labelSelector);
   let stopped = false;
-  let restarts = 0;
   let backoffMs = 200;
   let markSynced: () => void = () => {};
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
@@ -36,7 +34,6 @@ export function keepInformer<T extends KubernetesObject>(
   };
   const scheduleRestart = (err: unknown) => {
     if (stopped) return;
-    restarts += 1;
     logger.warn({ err: (err as Error)?.message ?? String(err), path, backoff_ms: backoffMs }, 'watch stopped, restarting');
     setTimeout(start, backoffMs).unref();
     backoffMs = Math.min(backoffMs * 2, 10_000);
@@ -46,7 +43,6 @@ export function keepInformer<T extends KubernetesObject>(
   return {
     informer,
     synced,
-    restarts: () => restarts,
     stop: async () => {
       stopped = true;
       await informer.stop();
