@@ -8,6 +8,7 @@ import type { FilesRepo } from '../core/files/files-repo.ts';
 import { Quotas } from '../core/accounts/quotas.ts';
 import { fileRoutes } from './routes/files.ts';
 import { rateLimit } from './rate-limit.ts';
+import { authFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-limit.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { requireApiKey, type AppEnv } from './auth.ts';
 import { commandRoutes } from './routes/commands.ts';
@@ -32,6 +33,8 @@ export interface AppDeps {
   /** Readiness: resolves when the database answers. */
   ready?: () => Promise<boolean>;
   maxBodyBytes?: number;
+  /** Failed API key attempts allowed per client address in a window, then 429. */
+  authFailures?: { maxFailures: number; windowSeconds: number };
 }
 
 function routePattern(path: string): RegExp {
@@ -77,6 +80,8 @@ export function createApp(d: AppDeps): Hono {
       onError: (c) => c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
     }),
   );
+  // Counted per client address before any key is looked up: guessing keys is throttled, not just failed.
+  api.use('/v1/*', authFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), clock: () => clock().getTime() }));
   api.use('/v1/*', requireApiKey(d.accounts));
   api.use('/v1/*', rateLimit(() => clock().getTime()));
   const quotas = new Quotas(d.files, clock);

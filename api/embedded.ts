@@ -23,6 +23,9 @@ import { createStorage } from '../core/storage/create-storage.ts';
 import { createApp } from './app.ts';
 import { adminSocketPath, startAdminSocket } from './admin-socket.ts';
 import { runCli } from './cli.ts';
+import { secureDataPermissions } from '../core/data-permissions.ts';
+import { confinementFromConfig } from '../core/confine/from-config.ts';
+import { runnerEnvFor } from '../core/confine/set-up.ts';
 
 export interface EmbeddedService {
   url: string;
@@ -40,12 +43,15 @@ export interface EmbeddedService {
 
 export async function startEmbedded(config: Config, logger: Logger): Promise<EmbeddedService> {
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  // Refuse to start rather than run hostile command lines unconfined.
+  const { confinement, uids, prober } = await confinementFromConfig(config, logger);
   const database = await openDatabase(config.databaseUrl);
   // Listen first: with port 0 the URLs the service hands out need the port it got.
-  let handler: ((req: Request) => Response | Promise<Response>) | null = null;
+  // `env` carries the socket: the API limits failed key attempts per client address.
+  let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
   let server: ServerType;
   try {
-    server = await listen((req) => (handler ? handler(req) : new Response('starting', { status: 503 })), config.host, config.port);
+    server = await listen((req, env) => (handler ? handler(req, env) : new Response('starting', { status: 503 })), config.host, config.port);
   } catch (err) {
     await database.close();
     throw err;
@@ -53,6 +59,8 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
   const port = (server.address() as AddressInfo).port;
   const publicUrl = config.port === 0 ? config.publicUrl.replace(/:\d+$/, `:${port}`) : config.publicUrl;
   try {
+    // After the database is open (PGlite creates its files 0666): folders 0700, files 0600, every start.
+    await secureDataPermissions(config);
     const accounts = new AccountsRepo(database.db);
     const commands = new CommandsRepo(database.db);
     const files = new FilesRepo(database.db);
@@ -68,7 +76,13 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       logger,
       workRoot: config.workDir,
       capacityVcpus: config.localMaxVcpus,
-      env: { FFOP_MAX_OUTPUT_FILE_BYTES: String(config.maxOutputFileBytes) },
+      env: {
+        FFOP_MAX_OUTPUT_FILE_BYTES: String(config.maxOutputFileBytes),
+        FFOP_MAX_MEMORY_BYTES: String(config.maxMemoryBytes),
+        ...(config.maxOutputFiles ? { FFOP_MAX_OUTPUT_FILES: String(config.maxOutputFiles) } : {}),
+        ...runnerEnvFor(confinement),
+      },
+      uids,
     });
     const reconciler = new Reconciler({
       commands,
@@ -91,6 +105,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       storage,
       logger,
       workDir: config.workDir,
+      prober,
       download: { maxBytes: config.downloadMaxBytes, timeoutSeconds: config.downloadTimeoutSeconds, allow: config.allowAddresses },
       abandonedUploadSeconds: config.abandonedUploadSeconds,
     });
@@ -110,7 +125,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
         return true;
       },
     });
-    handler = (req) => app.fetch(req);
+    handler = (req, env) => app.fetch(req, env);
     const url = publicUrl;
     reconciler.start();
     await fileTasks.start();

@@ -4,6 +4,7 @@
 // like pydantic's lax mode ("300" and 8.0 are accepted), because existing clients may send them so.
 import type { Context } from 'hono';
 import * as v from 'valibot';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 
 export interface ErrorItem {
   loc: (string | number)[];
@@ -106,11 +107,23 @@ function checkJsonValues(value: unknown, loc: (string | number)[]): void {
 export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S): Promise<v.InferOutput<S>> {
   const notAnObject = () => invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
   if (!JSON_TYPE.test(c.req.header('content-type') ?? '')) throw notAnObject();
+  const decodeError = (err: unknown) =>
+    new RequestInvalid([{ loc: ['body', 0], msg: `JSON decode error: ${(err as Error).message}`, type: 'json_invalid' }]);
+  let text: string;
+  try {
+    text = UTF8.decode(await c.req.arrayBuffer());
+  } catch (err) {
+    throw decodeError(err);
+  }
+  // Before parsing: the checks below and the schema walk the value recursively.
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+    throw new RequestInvalid([{ loc: ['body'], msg: `JSON decode error: arrays and objects nested deeper than ${MAX_JSON_DEPTH} levels`, type: 'json_invalid' }]);
+  }
   let body: unknown;
   try {
-    body = JSON.parse(UTF8.decode(await c.req.arrayBuffer()));
+    body = JSON.parse(text);
   } catch (err) {
-    throw new RequestInvalid([{ loc: ['body', 0], msg: `JSON decode error: ${(err as Error).message}`, type: 'json_invalid' }]);
+    throw decodeError(err);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw notAnObject();
   checkJsonValues(body, ['body']);

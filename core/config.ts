@@ -1,6 +1,8 @@
 // Settings come from environment variables (all optional); the README lists them.
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DEFAULT_MEMORY_BYTES } from './confine/limits.ts';
+import { DEFAULT_UID_BASE, DEFAULT_UID_COUNT } from './confine/uid-pool.ts';
 
 export interface Config {
   host: string;
@@ -20,6 +22,17 @@ export interface Config {
   localMaxVcpus: number;
   /** rlimit on every file ffmpeg writes. */
   maxOutputFileBytes: number;
+  /** Most files one playlist or OUTPUT_FOLDER output may hold (runner default 1000). */
+  maxOutputFiles: number | undefined;
+  /** rlimit on the address space of every ffmpeg and ffprobe run. */
+  maxMemoryBytes: number;
+  /** FFOP_UNSAFE_NO_CONFINEMENT=1: run ffmpeg without the sandbox (trusted users only). */
+  unsafeNoConfinement: boolean;
+  /** A prebuilt seccomp program; generated into the data folder when unset. */
+  seccompProgram: string | undefined;
+  /** As root, confined runs take uids from [base, base + count). */
+  sandboxUidBase: number;
+  sandboxUidCount: number;
   /** Direct uploads neither completed nor aborted are cleaned up after this long (default 7 days). */
   abandonedUploadSeconds: number;
   maxBodyBytes: number;
@@ -35,6 +48,14 @@ function num(env: Env, name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
   return n;
+}
+
+/** "1" or "true" turns a setting on; anything else but empty or "0"/"false" is a mistake worth stopping for. */
+function flag(env: Env, name: string): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new Error(`${name} must be 1 or 0, got "${env[name]}"`);
 }
 
 function required(env: Env, name: string): string {
@@ -80,6 +101,12 @@ export function loadConfig(env: Env = process.env): Config {
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
     localMaxVcpus: num(env, 'FFOP_LOCAL_MAX_VCPUS', availableParallelism()),
     maxOutputFileBytes: num(env, 'FFOP_MAX_OUTPUT_FILE_BYTES', 20 * 1024 ** 3),
+    maxOutputFiles: env.FFOP_MAX_OUTPUT_FILES ? num(env, 'FFOP_MAX_OUTPUT_FILES', 1000) : undefined,
+    maxMemoryBytes: num(env, 'FFOP_MAX_MEMORY_BYTES', DEFAULT_MEMORY_BYTES),
+    unsafeNoConfinement: flag(env, 'FFOP_UNSAFE_NO_CONFINEMENT'),
+    seccompProgram: env.FFOP_SECCOMP_PROGRAM || undefined,
+    sandboxUidBase: num(env, 'FFOP_SANDBOX_UID_BASE', DEFAULT_UID_BASE),
+    sandboxUidCount: num(env, 'FFOP_SANDBOX_UID_COUNT', DEFAULT_UID_COUNT),
     abandonedUploadSeconds: num(env, 'FFOP_ABANDONED_UPLOAD_SECONDS', 7 * 86400),
     maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',

@@ -1,5 +1,7 @@
 // Direct multipart uploads through presigned part URLs, abort, the 7-day cleanup, quotas, rate limits.
 import { after, before, describe, test } from 'node:test';
+import { testConfinement } from '../core/confine/test-confinement.ts';
+import { FileProber } from '../core/media/file-prober.ts';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../core/logger.ts';
@@ -129,9 +131,11 @@ describe('direct uploads', () => {
     const init = await api.post('/v1/files/init-upload', { filename: 'old.bin', size_bytes: 10 });
     await putParts(init.body.upload_urls, Buffer.alloc(10, 2), 5 * MiB);
     const { service } = svc;
+    const { confinement, uids } = await testConfinement();
     const tasksAt = (days: number) =>
       new FileTasks({
         files: service.files, accounts: service.accounts, storage: service.storage, logger: createLogger('silent'),
+        prober: new FileProber({ confinement, uids }),
         workDir: `${svc.dataDir}/work`, download: { maxBytes: 1e9, timeoutSeconds: 10, allow: [] },
         abandonedUploadSeconds: 7 * 86400, clock: () => new Date(Date.now() + days * 86400_000),
       });

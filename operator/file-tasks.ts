@@ -13,7 +13,7 @@ import { FileStatus } from '../core/commands/command-status.ts';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { FileRow, FilesRepo } from '../core/files/files-repo.ts';
 import { contentTypeForFileName } from '../core/media/mime.ts';
-import { probeOrDescribe } from '../core/media/unknown-media.ts';
+import type { FileProber } from '../core/media/file-prober.ts';
 import { createAddressPolicy } from '../core/net/address-policy.ts';
 import { DownloadError, downloadToFile } from '../core/net/download.ts';
 import type { Storage } from '../core/storage/storage.ts';
@@ -26,6 +26,8 @@ export interface FileTasksOptions {
   storage: Storage;
   logger: Logger;
   workDir: string;
+  /** Confined ffprobe; each file is probed alone in a temporary folder. */
+  prober: FileProber;
   download: { maxBytes: number; timeoutSeconds: number; allow: string[] };
   /** Uploads older than this are cleaned up (seconds; the spec's default is 7 days). */
   abandonedUploadSeconds: number;
@@ -143,7 +145,7 @@ export class FileTasks {
       if (account && used + size > account.plan.storageQuotaBytes) {
         return this.fail(f, ErrorStatus.STORAGE_QUOTA_EXCEEDED, `the file (${size} bytes) would exceed the storage quota of your plan (${account.plan.name})`);
       }
-      const media = await probeOrDescribe(path, f.fileName);
+      const media = await this.o.prober.describe(path, f.fileName);
       await this.o.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));
       if (!(await this.o.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media }))) {
         // Deleted while it downloaded: its bytes must not outlive the record.
@@ -159,7 +161,7 @@ export class FileTasks {
       // Probe a local copy: ffprobe only ever reads local files.
       const path = join(dir, f.fileName);
       await pipeline(await this.o.storage.read(f.storageKey), createWriteStream(path));
-      const media = await probeOrDescribe(path, f.fileName);
+      const media = await this.o.prober.describe(path, f.fileName);
       if (!(await this.o.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media }))) {
         await this.o.storage.delete(f.storageKey);
       }

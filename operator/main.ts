@@ -6,11 +6,14 @@ import { loadKubeConfig } from '../core/k8s/kubeconfig.ts';
 import { createLogger } from '../core/logger.ts';
 import { createStorage } from '../core/storage/create-storage.ts';
 import { startOperator } from './operator.ts';
+import { confinementFromConfig } from '../core/confine/from-config.ts';
 
 const config = loadConfig();
 const cluster = loadClusterConfig();
 const logger = createLogger(config.logLevel);
 if (!config.databaseUrl.startsWith('postgres')) throw new Error('cluster mode needs PostgreSQL: set FFOP_DATABASE_URL=postgres://...');
+// Stored and uploaded files are probed here, confined like every ffprobe run.
+const { prober } = await confinementFromConfig(config, logger);
 const database = await openDatabase(config.databaseUrl);
 const operator = startOperator({
   kubeconfig: loadKubeConfig(),
@@ -31,7 +34,11 @@ const operator = startOperator({
   },
   workDir: config.workDir,
   maxOutputFileBytes: config.maxOutputFileBytes,
+  maxMemoryBytes: config.maxMemoryBytes,
+  podMemoryLimit: cluster.runnerMemoryLimit,
+  runnerConfinement: cluster.runnerConfinement,
   abandonedUploadSeconds: config.abandonedUploadSeconds,
+  prober,
 });
 const shutdown = async (code: number) => {
   await operator.stop();

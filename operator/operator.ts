@@ -14,6 +14,7 @@ import { KubernetesBackend } from './backends/kubernetes-backend.ts';
 import { CommandResources } from './cluster/command-resources.ts';
 import { electLeader } from './cluster/leader-election.ts';
 import { FileTasks } from './file-tasks.ts';
+import type { FileProber } from '../core/media/file-prober.ts';
 import { Reconciler } from './reconciler.ts';
 import type { RunLimits } from './step-spec-builder.ts';
 
@@ -34,6 +35,11 @@ export interface OperatorOptions {
   /** Where runner pods mount their working volume (default /work). */
   runnerWorkRoot?: string;
   maxOutputFileBytes?: number;
+  maxMemoryBytes?: number;
+  podMemoryLimit?: string;
+  runnerConfinement?: 'bwrap' | 'bwrap-or-pod';
+  /** Confined ffprobe for stored and uploaded files. */
+  prober: FileProber;
 }
 
 export interface RunningOperator {
@@ -72,6 +78,9 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       ownerOf: (id) => resources!.ownerOf(id),
       workRoot: o.runnerWorkRoot,
       maxOutputFileBytes: o.maxOutputFileBytes,
+      maxMemoryBytes: o.maxMemoryBytes,
+      podMemoryLimit: o.podMemoryLimit,
+      runnerConfinement: o.runnerConfinement,
     });
     const r = new Reconciler({
       commands,
@@ -95,7 +104,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       () => running && r.kick(), // the initial list's adds come before the Job watch is ready
     );
     await backend.start();
-    fileTasks = new FileTasks({ files, accounts, storage: o.storage, logger, workDir: o.workDir, download: { maxBytes: o.limits.downloadMaxBytes, timeoutSeconds: o.limits.downloadTimeoutSeconds, allow: o.limits.allow }, abandonedUploadSeconds: o.abandonedUploadSeconds, resyncMs: 2000 });
+    fileTasks = new FileTasks({ files, accounts, storage: o.storage, logger, workDir: o.workDir, prober: o.prober, download: { maxBytes: o.limits.downloadMaxBytes, timeoutSeconds: o.limits.downloadTimeoutSeconds, allow: o.limits.allow }, abandonedUploadSeconds: o.abandonedUploadSeconds, resyncMs: 2000 });
     await fileTasks.start();
     r.start();
     running = true;

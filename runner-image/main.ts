@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { RUNNER_ENV } from '../core/k8s/names.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { jobName } from '../core/jobs/job-name.ts';
-import { detectSandbox } from '../core/media/sandbox.ts';
+import { ErrorStatus } from '../core/commands/error-status.ts';
+import { confinementFromEnv } from './confinement-from-env.ts';
 import { httpReporter, type Reporter } from './reporter.ts';
 import { runStep } from './run-step.ts';
 
@@ -35,15 +36,29 @@ const emit = (event: RunnerEvent) => {
   reporter?.send(event);
 };
 
-await runStep(spec, {
-  workRoot: process.env.FFOP_WORK_ROOT ?? tmpdir(),
-  emit,
-  signal: abort.signal,
-  sandbox: process.env.FFOP_SANDBOX === 'none' ? 'none' : await detectSandbox(),
-  ffmpegPath: process.env.FFMPEG_PATH,
-  ffprobePath: process.env.FFPROBE_PATH,
-  maxOutputFileBytes: process.env.FFOP_MAX_OUTPUT_FILE_BYTES ? Number(process.env.FFOP_MAX_OUTPUT_FILE_BYTES) : undefined,
-});
+const workRoot = process.env.FFOP_WORK_ROOT ?? tmpdir();
+const positive = (name: string): number | undefined => {
+  const value = Number(process.env[name]);
+  return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+};
+try {
+  const { confinement, uid } = await confinementFromEnv(process.env, workRoot, (line) => process.stderr.write(line + '\n'));
+  await runStep(spec, {
+    workRoot,
+    emit,
+    signal: abort.signal,
+    confinement,
+    uid,
+    ffmpegPath: process.env.FFMPEG_PATH,
+    ffprobePath: process.env.FFPROBE_PATH,
+    maxOutputFileBytes: positive('FFOP_MAX_OUTPUT_FILE_BYTES'),
+    maxMemoryBytes: positive('FFOP_MAX_MEMORY_BYTES'),
+    maxOutputFiles: positive('FFOP_MAX_OUTPUT_FILES'),
+  });
+} catch (err) {
+  // No confinement, no ffmpeg: the step fails and says why.
+  emit({ type: 'result', ok: false, errorStatus: ErrorStatus.INTERNAL_ERROR, errorMessage: (err as Error).message, ffmpegSeconds: null, inputBytes: 0 });
+}
 if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
 else if (reporter && !(await reporter.flush())) {
   process.stderr.write('could not deliver the result to the API\n');

@@ -8,7 +8,8 @@ import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { OutputResult, StepOutput } from '../core/jobs/step-spec.ts';
 import { zipFiles } from '../core/archive/zip-files.ts';
 import { contentTypeForFileName } from '../core/media/mime.ts';
-import { probeOrDescribe, unknownMedia } from '../core/media/unknown-media.ts';
+import type { FileProber } from '../core/media/file-prober.ts';
+import { unknownMedia } from '../core/media/unknown-media.ts';
 import { INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { StepFailure } from './step-failure.ts';
 
@@ -31,12 +32,15 @@ export async function listFiles(base: string, skipTopLevel: string[] = []): Prom
   return found;
 }
 
-export async function collectOutputs(
-  outputs: StepOutput[],
-  dir: string,
-  before: Map<string, string>,
-  o: { signal: AbortSignal; ffprobePath?: string },
-): Promise<OutputResult[]> {
+export interface CollectOptions {
+  signal: AbortSignal;
+  /** Confined ffprobe, as the step's uid. */
+  prober: FileProber;
+  /** Most files one playlist or OUTPUT_FOLDER output may hold. */
+  maxFiles: number;
+}
+
+export async function collectOutputs(outputs: StepOutput[], dir: string, before: Map<string, string>, o: CollectOptions): Promise<OutputResult[]> {
   const results: OutputResult[] = [];
   for (const output of outputs) {
     if (output.kind === 'file') results.push(await uploadFile(output, dir, o));
@@ -46,36 +50,47 @@ export async function collectOutputs(
   return results;
 }
 
-async function uploadFile(output: StepOutput, dir: string, o: { signal: AbortSignal; ffprobePath?: string }): Promise<OutputResult> {
+async function uploadFile(output: StepOutput, dir: string, o: CollectOptions): Promise<OutputResult> {
   const path = join(dir, OUTPUT_DIR, output.alias, output.fileName);
   const size = await nonEmptySize(path, output);
-  const media = await probeOrDescribe(path, output.fileName, { ffprobePath: o.ffprobePath });
+  const media = await o.prober.describe(path, output.fileName);
   await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o.signal);
   return { alias: output.alias, fileName: output.fileName, size, media };
 }
 
-async function uploadPlaylist(output: StepOutput, dir: string, o: { signal: AbortSignal; ffprobePath?: string }): Promise<OutputResult> {
+async function uploadPlaylist(output: StepOutput, dir: string, o: CollectOptions): Promise<OutputResult> {
   const folder = join(dir, OUTPUT_DIR, output.alias);
   await nonEmptySize(join(folder, output.fileName), output);
-  const media = await probeOrDescribe(join(folder, output.fileName), output.fileName, { ffprobePath: o.ffprobePath });
   const names = [...(await listFiles(folder)).keys()];
+  checkFileCount(output, names.length, o.maxFiles);
+  const media = await o.prober.describe(join(folder, output.fileName), output.fileName);
   const zipPath = join(dir, `${output.alias}.zip`);
   const zip = await zipFiles(folder, names, zipPath);
   await put(output, zipPath, zip.size, 'application/zip', o.signal);
   return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: names.length, compressedSize: zip.size, media };
 }
 
-async function uploadFolder(output: StepOutput, dir: string, before: Map<string, string>, o: { signal: AbortSignal }): Promise<OutputResult> {
+async function uploadFolder(output: StepOutput, dir: string, before: Map<string, string>, o: CollectOptions): Promise<OutputResult> {
   const after = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
   const produced = [...after].filter(([name, stamp]) => before.get(name) !== stamp).map(([name]) => name).sort();
   if (produced.length === 0) {
     throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, 'ffmpeg finished but wrote no files into the working folder for OUTPUT_FOLDER');
   }
+  checkFileCount(output, produced.length, o.maxFiles);
   await mkdir(join(dir, OUTPUT_DIR), { recursive: true });
   const zipPath = join(dir, OUTPUT_DIR, output.fileName);
   const zip = await zipFiles(dir, produced, zipPath);
   await put(output, zipPath, zip.size, 'application/zip', o.signal);
   return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: produced.length, compressedSize: zip.size, media: unknownMedia(output.fileName) };
+}
+
+function checkFileCount(output: StepOutput, count: number, maxFiles: number): void {
+  if (count > maxFiles) {
+    throw new StepFailure(
+      ErrorStatus.TOO_MANY_OUTPUT_FILES,
+      `${output.alias}: ffmpeg wrote ${count} files, more than the ${maxFiles} one output may hold (use longer segments or fewer frames)`,
+    );
+  }
 }
 
 async function nonEmptySize(path: string, output: StepOutput): Promise<number> {

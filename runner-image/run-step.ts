@@ -1,13 +1,17 @@
 // The runner: one command or chain step, in a fresh working folder.
 // DOWNLOADING -> PREPARING_INPUT_FILES -> FFMPEG_PROCESSING -> UPLOADING, then one result event.
-import { chown, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { ProcessingStage } from '../core/jobs/step-spec.ts';
 import { buildFfmpegArgv } from '../core/media/ffmpeg-args.ts';
-import { runFfmpeg } from '../core/media/run-ffmpeg.ts';
-import { NOBODY_UID, type SandboxMode } from '../core/media/sandbox.ts';
+import { runFfmpeg, type FfmpegRunResult } from '../core/media/run-ffmpeg.ts';
+import type { Confinement } from '../core/confine/confinement.ts';
+import { handOver } from '../core/confine/hand-over.ts';
+import { DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from '../core/confine/limits.ts';
+import { FileProber } from '../core/media/file-prober.ts';
 import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { collectOutputs, listFiles } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
@@ -16,12 +20,22 @@ export interface RunStepOptions {
   workRoot: string;
   emit: (event: RunnerEvent) => void;
   signal: AbortSignal;
-  sandbox: SandboxMode;
+  /** Every ffmpeg and ffprobe run of the step goes through it. */
+  confinement: Confinement;
+  /** As root: the step's own uid, which gets the working folder. */
+  uid?: number;
   ffmpegPath?: string;
   ffprobePath?: string;
-  /** rlimit on each file ffmpeg writes. */
+  /** rlimit on each file ffmpeg writes; default 20 GiB. */
   maxOutputFileBytes?: number;
+  /** rlimit on ffmpeg's and ffprobe's address space; default 4 GiB. */
+  maxMemoryBytes?: number;
+  /** Most files a playlist or OUTPUT_FOLDER output may hold; default 1000. */
+  maxOutputFiles?: number;
 }
+
+const DEFAULT_MAX_OUTPUT_FILE_BYTES = 20 * 1024 ** 3;
+export const DEFAULT_MAX_OUTPUT_FILES = 1000;
 
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
   await mkdir(o.workRoot, { recursive: true });
@@ -48,17 +62,26 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     }, { threads: spec.threads });
     // What is there before ffmpeg runs is not "produced" (OUTPUT_FOLDER).
     const before = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
-    if (o.sandbox === 'netns-nobody') await handOver(dir, NOBODY_UID);
+    if (o.uid !== undefined) await handOver(dir, o.uid);
+    const memoryBytes = o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
 
     o.emit({ type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
     const run = await runFfmpeg({
       argv,
-      cwd: dir,
+      folder: dir,
       timeoutSeconds: spec.timeoutSeconds,
+      confinement: o.confinement,
+      uid: o.uid,
       ffmpegPath: o.ffmpegPath,
-      sandbox: o.sandbox,
       signal: o.signal,
-      limits: o.maxOutputFileBytes ? { fileSizeBytes: o.maxOutputFileBytes } : undefined,
+      limits: {
+        memoryBytes,
+        // A backstop behind the wall-clock timeout: every core busy for the whole allowed time.
+        cpuSeconds: Math.ceil(spec.timeoutSeconds * availableParallelism()) + 30,
+        fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES,
+        openFiles: DEFAULT_OPEN_FILES,
+        processes: o.uid === undefined ? undefined : DEFAULT_PROCESSES,
+      },
       onProgress: (p) => o.emit({ type: 'progress', outTimeSeconds: p.outTimeSeconds, speed: p.speed }),
     });
     ffmpegSeconds = run.seconds;
@@ -66,13 +89,11 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       throw new StepFailure(ErrorStatus.FFMPEG_TIMEOUT, `ffmpeg ran longer than max_command_run_seconds (${spec.timeoutSeconds} s) and was stopped`);
     }
     if (run.aborted) throw new StepFailure(ErrorStatus.INTERRUPTED, 'the step was cancelled while ffmpeg ran');
-    if (run.exitCode !== 0) {
-      const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
-      throw new StepFailure(ErrorStatus.FFMPEG_FAILED, `ffmpeg ${how}: ${lastLines(run.stderrTail)}`);
-    }
+    if (run.exitCode !== 0) throw new StepFailure(ErrorStatus.FFMPEG_FAILED, ffmpegFailure(run, { memoryBytes, fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES }));
 
     o.emit({ type: 'stage', stage: ProcessingStage.UPLOADING });
-    const outputs = await collectOutputs(spec.outputs, dir, before, { signal: o.signal, ffprobePath: o.ffprobePath });
+    const prober = new FileProber({ confinement: o.confinement, uid: o.uid, memoryBytes, ffprobePath: o.ffprobePath });
+    const outputs = await collectOutputs(spec.outputs, dir, before, { signal: o.signal, prober, maxFiles: o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES });
     o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs });
   } catch (err) {
     // Stopped from outside (deadline, deletion, shutdown): whoever stopped it knows why, and its
@@ -86,10 +107,17 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
   }
 }
 
-/** Gives the working folder to the uid ffmpeg runs as (the runner, root, can still read everything). */
-async function handOver(dir: string, uid: number): Promise<void> {
-  for (const entry of await readdir(dir, { recursive: true })) await chown(join(dir, entry), uid, uid);
-  await chown(dir, uid, uid);
+/** Why ffmpeg failed: a limit it hit, said plainly, then its own last lines. */
+function ffmpegFailure(run: FfmpegRunResult, limits: { memoryBytes: number; fileSizeBytes: number }): string {
+  const tail = lastLines(run.stderrTail);
+  const mib = (bytes: number) => `${Math.round(bytes / 1024 ** 2)} MiB`;
+  if (run.signal === 'SIGXFSZ') return `ffmpeg was stopped: an output file grew past the limit of ${mib(limits.fileSizeBytes)} per file: ${tail}`;
+  if (run.signal === 'SIGXCPU') return `ffmpeg was stopped: it used more CPU time than allowed: ${tail}`;
+  if (/Cannot allocate memory|out of memory|std::bad_alloc/i.test(run.stderrTail)) {
+    return `ffmpeg ran out of memory (each run may use at most ${mib(limits.memoryBytes)}): ${tail}`;
+  }
+  const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
+  return `ffmpeg ${how}: ${tail}`;
 }
 
 /** The last lines of ffmpeg's stderr: where it says what went wrong. */

@@ -5,7 +5,11 @@ set -euo pipefail
 
 need=()
 command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || need+=(ffmpeg)
-command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+command -v prlimit >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+# Confinement of every ffmpeg/ffprobe run: bubblewrap, and libseccomp's Python binding (Debian's own
+# python3) to compile the seccomp filter.
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+/usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1 || need+=(python3-seccomp)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)   # test control plane certificates
 command -v curl >/dev/null 2>&1 || need+=(curl)         # scripts/versitygw.sh readiness checks
 if [ "${FFOP_NEED_POSTGRES:-0}" = 1 ]; then

@@ -16,6 +16,7 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   FFMPEG_FAILED: "ffmpeg exited with an error; error_message holds the tail of ffmpeg's own error output.",
   FFMPEG_TIMEOUT: 'ffmpeg ran longer than max_command_run_seconds and was stopped.',
   OUTPUT_FILE_NOT_CREATED: 'ffmpeg succeeded but did not write a declared output file.',
+  TOO_MANY_OUTPUT_FILES: 'A playlist or OUTPUT_FOLDER output holds more files than one output may (FFOP_MAX_OUTPUT_FILES, default 1000).',
   OUTPUT_UPLOAD_FAILED: 'An output could not be written to storage.',
   UPLOAD_ABORTED: 'Files: a direct upload was aborted (abort-upload).',
   UPLOAD_EXPIRED: 'Files: a direct upload was neither completed nor aborted in time and was cleaned up.',

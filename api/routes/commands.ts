@@ -7,7 +7,8 @@ import type { AppEnv } from '../auth.ts';
 import { chainRow, PlanForbids, singleCommandRow } from '../commands/submission.ts';
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
 import { commandIdParam, listQuerySchema, presignQuerySchema, runChainSchema, runCommandSchema } from '../schemas/commands.ts';
-import { jsonBody, parseWith, queryParams } from '../validation.ts';
+import { invalid, jsonBody, parseWith, queryParams } from '../validation.ts';
+import { invalidStorageUrl } from '../../operator/storage-inputs.ts';
 import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
 
 export interface CommandRoutesDeps {
@@ -38,6 +39,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const req = await jsonBody(c, runCommandSchema);
+      await refuseInvalidStorageUrls(req.input_files, req.input_compressed_folder);
       return submit(c, () => singleCommandRow(c.get('caller'), req));
     },
   );
@@ -53,9 +55,20 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const req = await jsonBody(c, runChainSchema);
+      await refuseInvalidStorageUrls(req.input_files);
       return submit(c, () => chainRow(c.get('caller'), req));
     },
   );
+
+  /** A URL on this service's storage must name a valid file (no encoded '/' or '..'): a 422 naming the input. */
+  async function refuseInvalidStorageUrls(inputFiles: Record<string, string> | null | undefined, archive?: string | null) {
+    for (const [alias, url] of Object.entries(inputFiles ?? {})) {
+      const problem = await invalidStorageUrl(d.storage, url);
+      if (problem) throw invalid(['body', 'input_files', alias], problem);
+    }
+    const problem = archive ? await invalidStorageUrl(d.storage, archive) : null;
+    if (problem) throw invalid(['body', 'input_compressed_folder'], problem);
+  }
 
   async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
     let row;

@@ -9,6 +9,7 @@ import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import { choosePartSize, partCount } from '../../core/files/part-size.ts';
 import { contentTypeForFileName } from '../../core/media/mime.ts';
 import { fileNameFromUrl, safeLocalName } from '../../core/net/file-name.ts';
+import { invalidStorageUrl } from '../../operator/storage-inputs.ts';
 import { objectKey } from '../../core/storage/object-keys.ts';
 import { MultipartError, type Storage } from '../../core/storage/storage.ts';
 import type { AppEnv } from '../auth.ts';
@@ -64,6 +65,8 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const req = await jsonBody(c, storeFileSchema);
+      const storageProblem = await invalidStorageUrl(d.storage, req.file_url);
+      if (storageProblem) throw invalid(['body', 'file_url'], storageProblem);
       const caller = c.get('caller');
       if (req.is_private && !caller.account.plan.privateFiles) return privateRefused(c);
       try {
@@ -188,8 +191,11 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       const key = row.storageKey;
       const uploadId = await d.storage.createMultipartUpload(key, contentTypeForFileName(req.filename));
       const urls: string[] = [];
-      for (let part = 1; part <= partCount(req.size_bytes, partSize); part++) {
-        urls.push(await d.storage.presignUploadPart(key, uploadId, part, d.uploadTtlSeconds));
+      const parts = partCount(req.size_bytes, partSize);
+      for (let part = 1; part <= parts; part++) {
+        // Each URL takes exactly its part's bytes, so no upload holds more than size_bytes.
+        const bytes = part < parts ? partSize : req.size_bytes - (parts - 1) * partSize;
+        urls.push(await d.storage.presignUploadPart(key, uploadId, part, d.uploadTtlSeconds, bytes));
       }
       await d.files.insert({ ...row, uploadId });
       return c.json({ file_id: id, part_size: partSize, upload_urls: urls });

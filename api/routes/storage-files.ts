@@ -1,7 +1,8 @@
 // Serves and receives the local-folder storage's files at /storage/<key> (mount the app at root).
 // GET/HEAD: public/... keys for anyone, other keys with a signed GET URL. PUT: signed PUT URL only,
 // answered S3-style (200, ETag = quoted MD5 hex) so runners use one client for S3 and local mode.
-// A PUT carrying uploadId and partNumber is a multipart part upload, and needs a signed part URL.
+// A PUT carrying uploadId and partNumber is a multipart part upload, and needs a signed part URL;
+// its body must be exactly the part size the URL was signed for.
 import { createHash } from 'node:crypto';
 import type { Hash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -129,6 +130,14 @@ async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: numb
 
   const size = contentLength(c);
   if (size === null) return problem(c, 411, 'Content-Length is required');
+  // The URL binds the part's size: refused before a byte is read, so no oversized part is ever kept.
+  // (A body that ends before its Content-Length is refused by receivePart, and its bytes removed.)
+  if (size > access.partSize) {
+    return problem(c, 413, `Part ${access.partNumber} is ${access.partSize} bytes (part_size, the last part the remainder); this body has ${size}`);
+  }
+  if (size < access.partSize) {
+    return problem(c, 400, `Part ${access.partNumber} must be exactly ${access.partSize} bytes (part_size, the last part the remainder); this body has ${size}`);
+  }
   if (size > maxPartBytes) return problem(c, 413, `Part larger than ${maxPartBytes} bytes`);
   try {
     const md5 = await storage.receivePart(key, access.uploadId, access.partNumber, requestBody(c), size);

@@ -17,6 +17,8 @@ export const ErrorStatus = {
   FFMPEG_TIMEOUT: 'FFMPEG_TIMEOUT',
   /** ffmpeg succeeded but a declared output file was not produced (or is empty). */
   OUTPUT_FILE_NOT_CREATED: 'OUTPUT_FILE_NOT_CREATED',
+  /** A playlist or OUTPUT_FOLDER output holds more files than allowed (FFOP_MAX_OUTPUT_FILES). */
+  TOO_MANY_OUTPUT_FILES: 'TOO_MANY_OUTPUT_FILES',
   /** An output could not be written to storage. */
   OUTPUT_UPLOAD_FAILED: 'OUTPUT_UPLOAD_FAILED',
   /** A step as a whole (downloads, ffmpeg and uploads) ran past its deadline and was stopped. */

@@ -7,10 +7,19 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { probeMedia, mediaInfoFromProbe } from './probe.ts';
+import { probeMedia as probeConfined, mediaInfoFromProbe, type ProbeOptions } from './probe.ts';
+import { handOver } from '../confine/hand-over.ts';
+import { testConfinement } from '../confine/test-confinement.ts';
 import { contentTypeForFileName } from './mime.ts';
 
 const exec = promisify(execFile);
+
+/** Every probe here runs confined, as the service's do; as root with a uid that owns the test folder. */
+let sandboxUid: number | undefined;
+async function probeMedia(path: string, extra: Partial<ProbeOptions> = {}) {
+  const { confinement } = await testConfinement();
+  return probeConfined(path, { confinement, uid: sandboxUid, ...extra });
+}
 
 async function ffmpeg(cwd: string, ...args: string[]): Promise<void> {
   await exec('ffmpeg', ['-hide_banner', '-nostdin', '-y', '-loglevel', 'error', ...args], { cwd });
@@ -46,6 +55,9 @@ describe('probeMedia on real files', () => {
       ffmpeg(dir, '-i', 'a.mp3', '-i', 'a.png', '-map', '0', '-map', '1', '-c', 'copy', '-disposition:v:0', 'attached_pic', 'cover.mp3'),
       ffmpeg(dir, '-i', 'a.mp4', '-c', 'copy', '-f', 'hls', 'stream.m3u8'),
     ]);
+    const { uids } = await testConfinement();
+    sandboxUid = uids?.acquire();
+    if (sandboxUid !== undefined) await handOver(dir, sandboxUid);
   });
 
   after(async () => {

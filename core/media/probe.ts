@@ -1,17 +1,25 @@
 // Media metadata of one local file, read with ffprobe: the one place the service probes files.
 
-import { execFile } from 'node:child_process';
-import { basename, resolve as resolvePath } from 'node:path';
+import { basename, dirname } from 'node:path';
+import { spawnPrepared, type Confinement } from '../confine/confinement.ts';
+import { DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from '../confine/limits.ts';
 import type { MediaInfo } from './media-info.ts';
 import { mimeTypeForMedia, fileExtension } from './mime.ts';
-import { wrapCommand, type SandboxMode } from './sandbox.ts';
 
 export interface ProbeOptions {
+  /**
+   * ffprobe runs confined to the file's folder (read-only): a playlist's entries can name only files
+   * next to it. The folder must hold nothing else the caller would not show.
+   */
+  confinement: Confinement;
+  /** As root: the uid ffprobe runs as; it must be able to read the folder. */
+  uid?: number;
+  /** RLIMIT_AS; default 4 GiB. A small, hostile picture can declare a huge size. */
+  memoryBytes?: number;
   ffprobePath?: string; // default 'ffprobe'
   timeoutMs?: number; // default 30 s
   /** Largest ffprobe JSON accepted (a hostile file can declare thousands of streams); default 4 MiB. */
   maxOutputBytes?: number;
-  sandbox?: SandboxMode; // default 'none'
 }
 
 /** The subset of ffprobe's JSON that the mapping reads. */
@@ -40,41 +48,69 @@ export interface ProbeOutput {
   format?: ProbeFormat;
 }
 
-export async function probeMedia(path: string, opts: ProbeOptions = {}): Promise<MediaInfo> {
+export async function probeMedia(path: string, opts: ProbeOptions): Promise<MediaInfo> {
   const output = await runFfprobe(path, opts);
   return mediaInfoFromProbe(output, basename(path));
 }
 
 function runFfprobe(path: string, opts: ProbeOptions): Promise<ProbeOutput> {
-  // `file:` + absolute path: a name such as "x:y.mp4" is not taken for a protocol, and a name
-  // starting with '-' not for an option. Playlists may open local files only, never the network.
-  const url = `file:${resolvePath(path)}`;
-  const args = ['-v', 'error', '-protocol_whitelist', 'file', '-print_format', 'json', '-show_format', '-show_streams', url];
-  const command = wrapCommand(opts.sandbox ?? 'none', opts.ffprobePath ?? 'ffprobe', args);
-  const execOptions = {
-    timeout: opts.timeoutMs ?? 30_000,
-    killSignal: 'SIGKILL' as const,
-    maxBuffer: opts.maxOutputBytes ?? 4 * 1024 * 1024,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
-  };
+  const name = basename(path);
+  // `file:` + the path inside the sandbox: a name such as "x:y.mp4" is not taken for a protocol, and a
+  // name starting with '-' not for an option. Playlists may open local files only, never the network.
+  const url = `file:${opts.confinement.pathInFolder(dirname(path), name)}`;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const maxOutput = opts.maxOutputBytes ?? 4 * 1024 * 1024;
+  const command = opts.confinement.prepare({
+    program: opts.ffprobePath ?? 'ffprobe',
+    args: ['-v', 'error', '-protocol_whitelist', 'file', '-print_format', 'json', '-show_format', '-show_streams', url],
+    folder: dirname(path),
+    writable: false,
+    uid: opts.uid,
+    limits: {
+      memoryBytes: opts.memoryBytes ?? DEFAULT_MEMORY_BYTES,
+      cpuSeconds: Math.ceil(timeoutMs / 1000) * 2,
+      fileSizeBytes: 1, // it writes nothing
+      openFiles: DEFAULT_OPEN_FILES,
+      processes: opts.uid === undefined ? undefined : DEFAULT_PROCESSES,
+    },
+  });
   return new Promise((resolve, reject) => {
-    execFile(command.program, command.args, execOptions, (err, stdout, stderr) => {
+    const child = spawnPrepared(command);
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = '';
+    let failure: string | null = null;
+    const stop = (why: string): void => {
+      failure ??= why;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(() => stop(`timed out after ${timeoutMs} ms`), timeoutMs);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > maxOutput) stop('too much output');
+      else stdout.push(chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4000)));
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`ffprobe cannot read ${name}: ${err.message}`));
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
       // ffprobe names the file in its messages; show the client its file name, not our paths.
-      const message = stderr.trim().split(url).join(basename(path)).slice(-1000);
-      if (err) {
-        const reason =
-          (err as { code?: unknown }).code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER'
-            ? 'too much output'
-            : err.killed
-              ? `timed out after ${execOptions.timeout} ms`
-              : message || err.message;
-        reject(new Error(`ffprobe cannot read ${basename(path)}: ${reason}`));
+      const message = stderr.trim().split(url).join(name).slice(-1000);
+      if (failure || code !== 0) {
+        reject(new Error(`ffprobe cannot read ${name}: ${failure ?? (message || `exit ${code ?? signal}`)}`));
         return;
       }
       try {
-        resolve(JSON.parse(stdout) as ProbeOutput);
+        resolve(JSON.parse(Buffer.concat(stdout).toString('utf8')) as ProbeOutput);
       } catch {
-        reject(new Error(`ffprobe gave unreadable output for ${basename(path)}`));
+        reject(new Error(`ffprobe gave unreadable output for ${name}`));
       }
     });
   });

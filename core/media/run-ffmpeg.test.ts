@@ -1,16 +1,20 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile, readFile, stat, chmod, chown } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm, writeFile, readFile, stat, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ParsedCommand } from '../commands/parsed-command.ts';
 import { buildFfmpegArgv } from './ffmpeg-args.ts';
 import { runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
 import { probeMedia } from './probe.ts';
-import { detectSandbox, NOBODY_UID, wrapCommand } from './sandbox.ts';
+import { Unconfined } from '../confine/confinement.ts';
+import { handOver } from '../confine/hand-over.ts';
+import { testConfinement } from '../confine/test-confinement.ts';
+
+// These tests are about runFfmpeg itself (process groups, timeouts, progress); the sandbox has tests of
+// its own (core/confine). Those that look at host pids run unconfined, the others confined.
+const unconfined = new Unconfined();
+const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 10 * 1024 ** 3, openFiles: 1024 };
 
 /** A lavfi source of `seconds` of video, encoded to the output alias `out`. */
 function encodeCommand(source: string, outputOptions: string[] = []): ParsedCommand {
@@ -48,7 +52,11 @@ describe('runFfmpeg', () => {
   test('runs a built argv end to end and reports progress', async () => {
     const argv = buildFfmpegArgv(encodeCommand('testsrc=duration=2:size=160x120:rate=25'), (alias) => `${alias}.mp4`, { threads: 1 });
     const progress: FfmpegProgress[] = [];
-    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, onProgress: (p) => progress.push(p) });
+    const { confinement, uids } = await testConfinement();
+    const uid = uids?.acquire();
+    if (uid !== undefined) await handOver(dir, uid);
+    const result = await runFfmpeg({ argv, folder: dir, confinement, uid, limits, timeoutSeconds: 60, onProgress: (p) => progress.push(p) });
+    if (uid !== undefined) uids?.release(uid);
 
     assert.equal(result.exitCode, 0, result.stderrTail);
     assert.equal(result.signal, null);
@@ -62,7 +70,7 @@ describe('runFfmpeg', () => {
     assert.ok(last.outTimeSeconds > 1.5 && last.outTimeSeconds <= 2.05, `out time ${last.outTimeSeconds}`);
     assert.ok(last.speed === null || last.speed > 0);
 
-    const info = await probeMedia(join(dir, 'out.mp4'));
+    const info = await probeMedia(join(dir, 'out.mp4'), { confinement, uid });
     assert.equal(info.codec, 'h264');
     assert.equal(info.width, 160);
   });
@@ -74,7 +82,7 @@ describe('runFfmpeg', () => {
     await chmod(wrapper, 0o755);
     const argv = ['-hide_banner', '-nostdin', '-nostats', '-progress', 'pipe:1', '-re', '-f', 'lavfi', '-i', 'testsrc', '-f', 'null', '-'];
 
-    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 1, ffmpegPath: wrapper });
+    const result = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits, timeoutSeconds: 1, ffmpegPath: wrapper });
 
     assert.equal(result.timedOut, true);
     assert.equal(result.aborted, false);
@@ -90,7 +98,7 @@ describe('runFfmpeg', () => {
     await chmod(wrapper, 0o755);
     const argv = ['-hide_banner', '-nostdin', '-f', 'lavfi', '-i', 'testsrc=duration=0.2', '-f', 'null', '-'];
 
-    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, ffmpegPath: wrapper });
+    const result = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits, timeoutSeconds: 60, ffmpegPath: wrapper });
 
     assert.equal(result.exitCode, 0, result.stderrTail);
     const leftPid = Number(await readFile(join(dir, 'left.pid'), 'utf8'));
@@ -100,25 +108,27 @@ describe('runFfmpeg', () => {
   test('an abort stops the run and is reported as aborted', { timeout: 60_000 }, async () => {
     const controller = new AbortController();
     const argv = ['-nostdin', '-nostats', '-progress', 'pipe:1', '-re', '-f', 'lavfi', '-i', 'testsrc', '-f', 'null', '-'];
-    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, signal: controller.signal, onProgress: () => controller.abort() });
+    const result = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits, timeoutSeconds: 60, signal: controller.signal, onProgress: () => controller.abort() });
     assert.equal(result.aborted, true);
     assert.equal(result.timedOut, false);
     assert.equal(result.exitCode, 255);
 
-    const before = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, signal: AbortSignal.abort() });
+    const before = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits, timeoutSeconds: 60, signal: AbortSignal.abort() });
     assert.equal(before.aborted, true);
     assert.equal(before.exitCode, null);
   });
 
   test('a failing command: exit code and the tail of ffmpeg\'s error text', async () => {
-    const result = await runFfmpeg({ argv: ['-hide_banner', '-nostdin', '-i', 'missing.mp4', 'out.mkv'], cwd: dir, timeoutSeconds: 60 });
+    const result = await runFfmpeg({ argv: ['-hide_banner', '-nostdin', '-i', 'missing.mp4', 'out.mkv'], folder: dir, confinement: unconfined, limits, timeoutSeconds: 60 });
     assert.equal(result.exitCode, 1);
     assert.equal(result.timedOut, false);
     assert.match(result.stderrTail, /missing\.mp4: No such file or directory/);
 
     const verbose = await runFfmpeg({
       argv: ['-loglevel', 'debug', '-nostdin', '-f', 'lavfi', '-i', 'testsrc=duration=0.2', '-f', 'null', '-', '-i'],
-      cwd: dir,
+      folder: dir,
+      confinement: unconfined,
+      limits,
       timeoutSeconds: 60,
       stderrTailBytes: 200,
     });
@@ -129,79 +139,19 @@ describe('runFfmpeg', () => {
 
   test('the file size limit kills a run that writes too much', { timeout: 60_000 }, async () => {
     const argv = ['-nostdin', '-y', '-f', 'lavfi', '-i', 'testsrc=duration=20', '-c:v', 'rawvideo', '-f', 'nut', 'big.nut'];
-    const result = await runFfmpeg({ argv, cwd: dir, timeoutSeconds: 60, limits: { fileSizeBytes: 100_000, processes: 4096 } });
+    const result = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits: { ...limits, fileSizeBytes: 100_000 }, timeoutSeconds: 60 });
     assert.equal(result.signal, 'SIGXFSZ');
     assert.ok((await stat(join(dir, 'big.nut'))).size <= 100_000);
   });
 
-  test('an ffmpeg that cannot start, or a run without a time limit, is an error', async () => {
-    await assert.rejects(runFfmpeg({ argv: ['-version'], cwd: dir, timeoutSeconds: 0 }), /timeoutSeconds must be positive/);
-    await assert.rejects(runFfmpeg({ argv: ['-version'], cwd: dir, timeoutSeconds: Number.NaN }), /timeoutSeconds must be positive/);
-    await assert.rejects(runFfmpeg({ argv: [], cwd: dir, timeoutSeconds: 5, ffmpegPath: join(dir, 'no-such-ffmpeg') }), /cannot start/);
-  });
-});
-
-describe('network namespace sandbox', () => {
-  let dir: string;
-
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'sandbox-test-'));
-  });
-
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  /** Runs node -e that connects to 127.0.0.1:port; resolves with what it printed. */
-  function tryConnect(mode: 'none' | 'netns', port: number): Promise<string> {
-    const script = `require('net').connect(${port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); });`;
-    const { program, args } = wrapCommand(mode, process.execPath, ['-e', script]);
-    return new Promise((resolve, reject) => {
-      execFile(program, args, { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout.trim())));
-    });
-  }
-
-  test('ffmpeg in a network namespace still works with files; nothing there reaches the network', async (t) => {
-    const mode = await detectSandbox();
-    if (mode === 'none') {
-      t.skip('this host allows no network namespace');
-      return;
+  test('an ffmpeg that cannot start fails with its reason; a run without a time limit is an error', async () => {
+    await assert.rejects(runFfmpeg({ argv: ['-version'], folder: dir, confinement: unconfined, limits, timeoutSeconds: 0 }), /timeoutSeconds must be positive/);
+    await assert.rejects(runFfmpeg({ argv: ['-version'], folder: dir, confinement: unconfined, limits, timeoutSeconds: Number.NaN }), /timeoutSeconds must be positive/);
+    const { confinement } = await testConfinement();
+    for (const c of [unconfined, confinement]) {
+      const missing = await runFfmpeg({ argv: [], folder: dir, confinement: c, uid: 3_000_999, limits, timeoutSeconds: 5, ffmpegPath: '/usr/bin/no-such-ffmpeg' });
+      assert.notEqual(missing.exitCode, 0);
+      assert.match(missing.stderrTail, /no-such-ffmpeg.*No such file/);
     }
-    const server = createServer((socket) => socket.end());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
-      assert.equal(await tryConnect('none', port), 'connected');
-      assert.notEqual(await tryConnect('netns', port), 'connected');
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
-
-    const argv = buildFfmpegArgv(encodeCommand('testsrc=duration=0.5:size=64x48'), (alias) => `${alias}.mp4`, { threads: 1 });
-    const work = await mkdtemp(join(dir, 'sandboxed-'));
-    if (mode === 'netns-nobody') await chown(work, NOBODY_UID, NOBODY_UID);
-    const result = await runFfmpeg({ argv, cwd: work, timeoutSeconds: 60, sandbox: mode, limits: { fileSizeBytes: 10_000_000 } });
-    assert.equal(result.exitCode, 0, result.stderrTail);
-    assert.ok((await stat(join(work, 'out.mp4'))).size > 0);
-  });
-
-  test('as root, the sandboxed ffmpeg cannot read files outside its folder that only root may read', async (t) => {
-    if ((await detectSandbox()) !== 'netns-nobody') {
-      t.skip('needs root and setpriv');
-      return;
-    }
-    const secretDir = await mkdtemp(join(dir, 'private-'));
-    await chmod(secretDir, 0o700);
-    const secret = join(secretDir, 'secret.wav');
-    const make = await runFfmpeg({ argv: ['-f', 'lavfi', '-i', 'sine=d=0.2', secret], cwd: secretDir, timeoutSeconds: 30 });
-    assert.equal(make.exitCode, 0, make.stderrTail);
-    const work = await mkdtemp(join(dir, 'sandboxed-'));
-    await chown(work, NOBODY_UID, NOBODY_UID);
-    const read = await runFfmpeg({ argv: ['-i', secret, 'copy.wav'], cwd: work, timeoutSeconds: 30, sandbox: 'netns-nobody' });
-    assert.notEqual(read.exitCode, 0);
-    assert.match(read.stderrTail, /Permission denied/);
-    // The same read without the sandbox works: the test can fail.
-    const plain = await runFfmpeg({ argv: ['-i', secret, 'copy.wav'], cwd: work, timeoutSeconds: 30 });
-    assert.equal(plain.exitCode, 0, plain.stderrTail);
   });
 });

@@ -1,9 +1,9 @@
-// Runs ffmpeg once: no shell, own process group, minimal environment, rlimits, optional sandbox,
-// wall-clock timeout, progress from `-progress pipe:1`, and only the tail of stderr kept.
+// Runs ffmpeg once: confined (core/confine), no shell, own process group, wall-clock timeout,
+// progress from `-progress pipe:1`, and only the tail of stderr kept.
 
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { wrapCommand, type SandboxMode } from './sandbox.ts';
+import { spawnPrepared, type Confinement } from '../confine/confinement.ts';
+import type { ProcessLimits } from '../confine/limits.ts';
 
 export interface FfmpegProgress {
   outTimeSeconds: number;
@@ -11,21 +11,18 @@ export interface FfmpegProgress {
   frame: number | null;
 }
 
-export interface FfmpegLimits {
-  fileSizeBytes?: number; // RLIMIT_FSIZE: a larger write kills ffmpeg with SIGXFSZ
-  addressSpaceBytes?: number; // RLIMIT_AS: virtual memory, thread stacks included
-  processes?: number; // RLIMIT_NPROC: counts every thread of the user, not only ffmpeg's
-}
-
 export interface FfmpegRunOptions {
   argv: string[];
-  cwd: string;
+  /** The working folder: the only one ffmpeg sees, and its current folder (argv names files relative to it). */
+  folder: string;
   timeoutSeconds: number;
+  confinement: Confinement;
+  limits: ProcessLimits;
+  /** As root: the uid ffmpeg runs as (the folder belongs to it). */
+  uid?: number;
   ffmpegPath?: string; // default 'ffmpeg'
   stderrTailBytes?: number; // default 4096: keep only the tail
   onProgress?: (p: FfmpegProgress) => void;
-  limits?: FfmpegLimits; // applied with util-linux's prlimit
-  sandbox?: SandboxMode;
   signal?: AbortSignal; // abort = kill like a timeout but report aborted
   /** Time between SIGTERM and SIGKILL; default 2000 ms. */
   killGraceMs?: number;
@@ -47,20 +44,22 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
     return { exitCode: null, signal: null, timedOut: false, aborted: true, seconds: 0, stderrTail: '' };
   }
   if (!(opts.timeoutSeconds > 0)) throw new Error(`timeoutSeconds must be positive, got ${opts.timeoutSeconds}`);
-  const command = commandLine(opts);
-  const started = performance.now();
-  const child = spawn(command.program, command.args, {
-    cwd: opts.cwd,
-    detached: true, // own process group, so a timeout can kill everything ffmpeg started
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
+  const command = opts.confinement.prepare({
+    program: opts.ffmpegPath ?? 'ffmpeg',
+    args: opts.argv,
+    folder: opts.folder,
+    writable: true,
+    uid: opts.uid,
+    limits: opts.limits,
   });
+  const started = performance.now();
+  const child = spawnPrepared(command); // own process group, so a timeout can kill everything ffmpeg started
 
   const stderr = new TailBuffer(opts.stderrTailBytes ?? 4096);
   const progress = new ProgressReader(opts.onProgress);
-  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => progress.push(chunk));
+  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (chunk: string) => progress.push(chunk));
 
   let timedOut = false;
   let aborted = false;
@@ -119,27 +118,6 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
     clearTimeout(graceTimer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
-}
-
-/** `[unshare ... --] [prlimit ... --] ffmpeg argv`; both helpers exec, keeping one pid. */
-function commandLine(opts: FfmpegRunOptions): { program: string; args: string[] } {
-  const ffmpeg = opts.ffmpegPath ?? 'ffmpeg';
-  const limitArgs = prlimitArgs(opts.limits ?? {});
-  const inner = limitArgs.length > 0 ? { program: 'prlimit', args: [...limitArgs, '--', ffmpeg, ...opts.argv] } : { program: ffmpeg, args: opts.argv };
-  return wrapCommand(opts.sandbox ?? 'none', inner.program, inner.args);
-}
-
-function prlimitArgs(limits: FfmpegLimits): string[] {
-  const args: string[] = [];
-  const add = (flag: string, value: number | undefined): void => {
-    if (value === undefined) return;
-    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`invalid limit ${flag}=${value}`);
-    args.push(`${flag}=${value}`); // one value sets both the soft and the hard limit
-  };
-  add('--fsize', limits.fileSizeBytes);
-  add('--as', limits.addressSpaceBytes);
-  add('--nproc', limits.processes);
-  return args;
 }
 
 /** Keeps the last `capacity` bytes written. */

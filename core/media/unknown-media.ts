@@ -1,6 +1,6 @@
 import type { MediaInfo } from './media-info.ts';
 import { contentTypeForFileName } from './mime.ts';
-import { probeMedia } from './probe.ts';
+import { probeMedia, type ProbeOptions } from './probe.ts';
 
 /** Metadata of a file that is not media ffprobe can read (a text file, a zip): type by name only. */
 export function unknownMedia(fileName: string): MediaInfo {
@@ -12,6 +12,6 @@ export function unknownMedia(fileName: string): MediaInfo {
 }
 
 /** Probes a local file; files ffprobe cannot read are still stored, described by their name. */
-export async function probeOrDescribe(path: string, fileName: string, opts?: { ffprobePath?: string }): Promise<MediaInfo> {
+export async function probeOrDescribe(path: string, fileName: string, opts: ProbeOptions): Promise<MediaInfo> {
   return probeMedia(path, opts).catch(() => unknownMedia(fileName));
 }

@@ -315,7 +315,7 @@ export function storageContract(
 
       /** PUTs one part through its presigned URL with plain fetch (no credentials); returns the ETag. */
       async function sendPart(key: string, uploadId: string, partNumber: number, data: Buffer<ArrayBuffer>): Promise<string> {
-        const url = await storage.presignUploadPart(key, uploadId, partNumber, 600);
+        const url = await storage.presignUploadPart(key, uploadId, partNumber, 600, data.length);
         assert.ok(url.startsWith(backend.baseUrl), url);
         const res = await fetch(url, { method: 'PUT', body: data });
         const body = await res.text();
@@ -413,7 +413,7 @@ export function storageContract(
         const key = `${prefix()}/aborted.bin`;
         const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
         const etag = await sendPart(key, uploadId, 1, randomBytes(2000));
-        const url2 = await storage.presignUploadPart(key, uploadId, 2, 600);
+        const url2 = await storage.presignUploadPart(key, uploadId, 2, 600, 10);
         await storage.abortMultipartUpload(key, uploadId);
 
         const listed = await storage.listParts(key, uploadId).catch((err: unknown) => err);
@@ -429,7 +429,7 @@ export function storageContract(
       test('a part URL with a tampered signature, or bent to another part or a whole-object PUT, is refused', async () => {
         const key = `${prefix()}/tamper.bin`;
         const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
-        const url = new URL(await storage.presignUploadPart(key, uploadId, 1, 600));
+        const url = new URL(await storage.presignUploadPart(key, uploadId, 1, 600, 7));
         const signatureParam = [...url.searchParams.keys()].find((k) => /signature/i.test(k));
         assert.ok(signatureParam, `no signature parameter in ${url}`);
         const partParam = [...url.searchParams.keys()].find((k) => k.toLowerCase() === 'partnumber');
@@ -444,7 +444,7 @@ export function storageContract(
           if (/^(uploadid|partnumber)$/i.test(name)) wholeObject.searchParams.delete(name);
         }
         for (const [what, bent] of [['tampered signature', tampered], ['other part', otherPart], ['whole object', wholeObject]] as const) {
-          const res = await fetch(bent, { method: 'PUT', body: Buffer.from('sneaky') });
+          const res = await fetch(bent, { method: 'PUT', body: Buffer.from('sneaky!') });
           await res.arrayBuffer();
           assert.equal(res.status, 403, what);
         }
@@ -457,13 +457,37 @@ export function storageContract(
         await storage.abortMultipartUpload(key, uploadId);
       });
 
+      test('attack: a part URL takes exactly the bytes it was signed for; more (or fewer) are refused and nothing is kept', async () => {
+        const key = `${prefix()}/bounded.bin`;
+        const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+        const url = await storage.presignUploadPart(key, uploadId, 1, 600, 100);
+        for (const size of [4 * 1024 * 1024, 101, 99]) {
+          // Local answers 413 (larger) / 400 (smaller); S3 refuses the signature (403), and versitygw
+          // resets the connection rather than read megabytes it refused.
+          const answer = await fetch(url, { method: 'PUT', body: randomBytes(size) }).then(
+            async (res) => `${res.status} ${await res.text()}`,
+            (err: Error & { cause?: { code?: string } }) => `reset ${err.cause?.code}`,
+          );
+          assert.match(answer, /^(400|403|413) |^reset (ECONNRESET|EPIPE)$/, `${size} bytes: ${answer}`);
+          assert.deepEqual(await storage.listParts(key, uploadId), [], `${size} bytes left a part behind`);
+        }
+        const exact = randomBytes(100);
+        const res = await fetch(url, { method: 'PUT', body: exact });
+        assert.equal(res.status, 200, await res.text());
+        assert.deepEqual((await storage.listParts(key, uploadId)).map((p) => p.size), [100]);
+        // An empty file's only part is signed for 0 bytes and accepts an empty body.
+        const empty = await fetch(await storage.presignUploadPart(key, uploadId, 2, 600, 0), { method: 'PUT', body: Buffer.alloc(0) });
+        assert.equal(empty.status, 200, await empty.text());
+        await storage.abortMultipartUpload(key, uploadId);
+      });
+
       test('an expired part URL is refused', async () => {
         const key = `${prefix()}/late-part.bin`;
         const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
         clockOffsetMs = -2 * 3600_000;
         let url: string;
         try {
-          url = await storage.presignUploadPart(key, uploadId, 1, 60);
+          url = await storage.presignUploadPart(key, uploadId, 1, 60, 8);
         } finally {
           clockOffsetMs = 0;
         }
@@ -493,7 +517,10 @@ export function storageContract(
         const key = `${prefix()}/numbers.bin`;
         const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
         for (const partNumber of [0, -1, 1.5, 10001, Number.NaN]) {
-          await assert.rejects(storage.presignUploadPart(key, uploadId, partNumber, 600), String(partNumber));
+          await assert.rejects(storage.presignUploadPart(key, uploadId, partNumber, 600, 10), String(partNumber));
+        }
+        for (const partBytes of [-1, 1.5, 5 * 1024 ** 3 + 1, Number.NaN]) {
+          await assert.rejects(storage.presignUploadPart(key, uploadId, 1, 600, partBytes), String(partBytes));
         }
         await assert.rejects(storage.createMultipartUpload(`${prefix()}/../escape.bin`, 'text/plain'));
         await assert.rejects(storage.createMultipartUpload(`${prefix()}/bad-type.bin`, 'not a type\r\n'));

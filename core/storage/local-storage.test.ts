@@ -361,7 +361,7 @@ describe('local storage: multipart uploads', () => {
   const md5 = (data: Buffer) => createHash('md5').update(data).digest('hex');
 
   async function sendPart(key: string, uploadId: string, partNumber: number, data: Buffer, headers: Record<string, string> = {}) {
-    const url = await fx.storage.presignUploadPart(key, uploadId, partNumber, 600);
+    const url = await fx.storage.presignUploadPart(key, uploadId, partNumber, 600, data.length);
     return rawPut(url, data, { 'Content-Length': String(data.length), ...headers });
   }
 
@@ -391,7 +391,7 @@ describe('local storage: multipart uploads', () => {
 
   test('a part PUT needs Content-Length, an exact body and a size within the part cap', async () => {
     const uploadId = await fx.storage.createMultipartUpload('mp/limits.bin', 'application/octet-stream');
-    const url = await fx.storage.presignUploadPart('mp/limits.bin', uploadId, 1, 600);
+    const url = await fx.storage.presignUploadPart('mp/limits.bin', uploadId, 1, 600, 200_000);
     const chunked = await rawPut(url, Buffer.from('streamed'), { 'Transfer-Encoding': 'chunked' }, true);
     assert.equal(chunked.status, 411);
     const tooBig = await rawPut(url, randomBytes(200_001), { 'Content-Length': '200001' });
@@ -401,6 +401,62 @@ describe('local storage: multipart uploads', () => {
     assert.equal(atCap.status, 200);
     assert.deepEqual((await fx.storage.listParts('mp/limits.bin', uploadId)).map((p) => p.size), [200_000]);
     await fx.storage.abortMultipartUpload('mp/limits.bin', uploadId);
+  });
+
+  test('attack: a 100-byte part URL refuses 40 MiB before reading it; the refusal keeps nothing', async () => {
+    const key = 'mp/attack.bin';
+    const uploadId = await fx.storage.createMultipartUpload(key, 'application/octet-stream');
+    const url = await fx.storage.presignUploadPart(key, uploadId, 1, 600, 100);
+    const dir = join(fx.root, 'uploads', uploadId);
+    // Under the route's 200 000-byte cap too, so only the signed part size can refuse it.
+    for (const size of [40 * 1024 * 1024, 150_000, 101]) {
+      const res = await rawPut(url, randomBytes(size), { 'Content-Length': String(size) });
+      assert.equal(res.status, 413, `${size}: ${res.body}`);
+      assert.match(JSON.parse(res.body).detail, /Part 1 is 100 bytes/);
+      assert.deepEqual(await readdir(dir), ['upload.json'], `${size} bytes left something behind`);
+    }
+    const short = await rawPut(url, randomBytes(99), { 'Content-Length': '99' });
+    assert.equal(short.status, 400);
+    assert.match(JSON.parse(short.body).detail, /exactly 100 bytes/);
+    assert.deepEqual(await readdir(dir), ['upload.json']);
+    assert.deepEqual(await readdir(join(fx.root, 'tmp')), []);
+    assert.equal((await sendPart(key, uploadId, 1, randomBytes(100))).status, 200);
+    await fx.storage.abortMultipartUpload(key, uploadId);
+  });
+
+  test('attack: the part size is signed; raising it in the URL, or dropping it, is refused', async () => {
+    const key = 'mp/bent-size.bin';
+    const uploadId = await fx.storage.createMultipartUpload(key, 'application/octet-stream');
+    const url = new URL(await fx.storage.presignUploadPart(key, uploadId, 1, 600, 100));
+    assert.equal(url.searchParams.get('X-Part-Size'), '100');
+    const raised = new URL(url);
+    raised.searchParams.set('X-Part-Size', String(40 * 1024 * 1024));
+    const dropped = new URL(url);
+    dropped.searchParams.delete('X-Part-Size');
+    for (const bent of [raised, dropped]) {
+      const res = await rawPut(bent.toString(), randomBytes(150_000), { 'Content-Length': '150000' });
+      assert.equal(res.status, 403, bent.toString());
+    }
+    assert.deepEqual(await fx.storage.listParts(key, uploadId), []);
+    await fx.storage.abortMultipartUpload(key, uploadId);
+  });
+
+  test('what the storage writes is private: files 0600, folders 0700', async () => {
+    const modes = async (path: string) => (await stat(path)).mode & 0o777;
+    await fx.storage.put('perm/a/b.txt', Readable.from([Buffer.from('hi')]), { size: 2, contentType: 'text/plain' });
+    assert.equal(await modes(join(fx.root, 'objects', 'perm', 'a', 'b.txt')), 0o600);
+    assert.equal(await modes(join(fx.root, 'meta', 'perm', 'a', 'b.txt')), 0o600);
+    for (const dir of ['objects/perm', 'objects/perm/a', 'meta/perm/a', 'tmp']) assert.equal(await modes(join(fx.root, dir)), 0o700, dir);
+
+    const uploadId = await fx.storage.createMultipartUpload('perm/up.bin', 'application/octet-stream');
+    assert.equal(await modes(join(fx.root, 'uploads', uploadId)), 0o700);
+    assert.equal(await modes(join(fx.root, 'uploads', uploadId, 'upload.json')), 0o600);
+    const part = Buffer.from('part');
+    assert.equal((await sendPart('perm/up.bin', uploadId, 1, part)).status, 200);
+    assert.equal(await modes(join(fx.root, 'uploads', uploadId, '1')), 0o600);
+    assert.equal(await modes(join(fx.root, 'uploads', uploadId, '1.md5')), 0o600);
+    await fx.storage.completeMultipartUpload('perm/up.bin', uploadId, [{ partNumber: 1, etag: md5(part) }]);
+    assert.equal(await modes(join(fx.root, 'objects', 'perm', 'up.bin')), 0o600);
   });
 
   test('a part re-sent replaces the earlier one', async () => {
@@ -432,7 +488,7 @@ describe('local storage: multipart uploads', () => {
   test('upload ids that are not ours cannot reach outside uploads/', async () => {
     for (const uploadId of ['../tmp', '..', '../../objects', 'a/b', '']) {
       await assert.rejects(fx.storage.listParts('mp/x.bin', uploadId), { name: 'MultipartError' }, uploadId);
-      await assert.rejects(fx.storage.presignUploadPart('mp/x.bin', uploadId, 1, 60), { name: 'MultipartError' }, uploadId);
+      await assert.rejects(fx.storage.presignUploadPart('mp/x.bin', uploadId, 1, 60, 1), { name: 'MultipartError' }, uploadId);
       await fx.storage.abortMultipartUpload('mp/x.bin', uploadId);
     }
     const url = new URL(await fx.storage.presignPut('mp/x.bin', 600));

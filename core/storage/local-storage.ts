@@ -6,6 +6,7 @@
 //   uploads/<id>/  multipart uploads: upload.json {key, contentType, createdAt}, then per part
 //                  <partNumber> (the bytes) and <partNumber>.md5 (its MD5 hex, the part's ETag)
 // It signs its own URLs (url-signing.ts); api/routes/storage-files.ts serves them.
+// Everything it creates is private to the service's user: files 0600, folders 0700.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Hash } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
@@ -15,7 +16,8 @@ import { dirname, join, resolve } from 'node:path';
 import { Transform } from 'node:stream';
 import type { Readable, TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartNumber, normalizeEtag } from './multipart.ts';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../data-permissions.ts';
+import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, normalizeEtag } from './multipart.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
 import { MultipartError, StorageNotFound } from './storage.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
@@ -113,12 +115,17 @@ export type Access =
   | { allowed: false; detail: string };
 
 export type PartAccess =
-  | { allowed: true; uploadId: string; partNumber: number }
+  | { allowed: true; uploadId: string; partNumber: number; partSize: number }
   | { allowed: false; detail: string };
 
 /** Query parameters of a part upload URL, named as in S3. */
 export const UPLOAD_ID_PARAM = 'uploadId';
 export const PART_NUMBER_PARAM = 'partNumber';
+/** The part's exact size in bytes, bound by the signature. */
+export const PART_SIZE_PARAM = 'X-Part-Size';
+/** Modes of what the storage creates: only the service's user may read its files. */
+const FILE_MODE = PRIVATE_FILE_MODE;
+const DIR_MODE = PRIVATE_DIR_MODE;
 // 24 random bytes in base64url: unguessable, and safe as a folder name.
 const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 const UPLOAD_RECORD = 'upload.json';
@@ -197,11 +204,11 @@ export class LocalStorage implements Storage {
     const contentType = normalizeContentType(opts.contentType);
     if (contentType === null) throw new TypeError(`invalid content type ${JSON.stringify(opts.contentType)}`);
 
-    await mkdir(this.#tmpDir, { recursive: true });
+    await mkdir(this.#tmpDir, { recursive: true, mode: DIR_MODE });
     const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
     try {
       // Opened before streaming so the file exists for the cleanup below, whatever fails.
-      const file = await open(tmpObject, 'wx');
+      const file = await open(tmpObject, 'wx', FILE_MODE);
       await pipeline(body, exactSize(opts.size), file.createWriteStream({ flush: true }));
       await this.#publish(tmpObject, key, contentType);
     } finally {
@@ -213,7 +220,7 @@ export class LocalStorage implements Storage {
   async #publish(tmpObject: string, key: string, contentType: string): Promise<void> {
     const tmpMeta = join(this.#tmpDir, `${randomUUID()}.meta`);
     try {
-      await writeFile(tmpMeta, JSON.stringify({ contentType }), { flag: 'wx' });
+      await writeFile(tmpMeta, JSON.stringify({ contentType }), { flag: 'wx', mode: FILE_MODE });
       // Sidecar first: a new key becomes visible only once its bytes are in place.
       await this.#moveInto(tmpMeta, join(this.#metaDir, key));
       await this.#moveInto(tmpObject, join(this.#objectsDir, key));
@@ -343,23 +350,31 @@ export class LocalStorage implements Storage {
     const uploadId = query.get(UPLOAD_ID_PARAM) ?? '';
     const partText = query.get(PART_NUMBER_PARAM) ?? '';
     const partNumber = /^[1-9][0-9]{0,4}$/.test(partText) ? Number(partText) : NaN;
+    const sizeText = query.get(PART_SIZE_PARAM) ?? '';
+    const partSize = /^(0|[1-9][0-9]{0,15})$/.test(sizeText) ? Number(sizeText) : NaN;
     if (!UPLOAD_ID_PATTERN.test(uploadId) || !isValidPartNumber(partNumber)) {
       return { allowed: false, detail: 'Invalid uploadId or partNumber' };
     }
-    const target = { method: 'PUT' as const, key, uploadId, partNumber };
+    // Part URLs made before sizes were signed carry none: they are refused like a bad signature.
+    if (!isValidPartBytes(partSize)) return { allowed: false, detail: `Missing or invalid ${PART_SIZE_PARAM}` };
+    const target = { method: 'PUT' as const, key, uploadId, partNumber, partSize };
     const check = checkSignedQuery(this.#signingKey, target, query, this.#nowSeconds());
-    if (check.ok) return { allowed: true, uploadId, partNumber };
+    if (check.ok) return { allowed: true, uploadId, partNumber, partSize };
     return { allowed: false, detail: REFUSAL_DETAILS[check.reason] };
   }
 
-  #presign(method: SignedMethod, key: string, ttlSeconds: number, part?: { uploadId: string; partNumber: number }): string {
+  #presign(method: SignedMethod, key: string, ttlSeconds: number, part?: { uploadId: string; partNumber: number; partSize: number }): string {
     assertValidKey(key);
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_PRESIGN_TTL_SECONDS) {
       throw new RangeError(`presign ttl must be an integer in 1..${MAX_PRESIGN_TTL_SECONDS}, got ${ttlSeconds}`);
     }
     const request: SignedRequest = { method, key, expires: this.#nowSeconds() + ttlSeconds, ...part };
     const partQuery = part
-      ? `${new URLSearchParams({ [UPLOAD_ID_PARAM]: part.uploadId, [PART_NUMBER_PARAM]: String(part.partNumber) })}&`
+      ? `${new URLSearchParams({
+          [UPLOAD_ID_PARAM]: part.uploadId,
+          [PART_NUMBER_PARAM]: String(part.partNumber),
+          [PART_SIZE_PARAM]: String(part.partSize),
+        })}&`
       : '';
     return `${this.publicUrl(key)}?${partQuery}${signedQuery(this.#signingKey, request)}`;
   }
@@ -374,10 +389,10 @@ export class LocalStorage implements Storage {
     const record = { key, contentType: type, createdAt: new Date(this.#clock()).toISOString() };
     // Built in tmp/ and renamed, so an upload folder always has its record.
     const staging = join(this.#tmpDir, `${uploadId}.upload`);
-    await mkdir(staging, { recursive: true });
+    await mkdir(staging, { recursive: true, mode: DIR_MODE });
     try {
-      await writeFile(join(staging, UPLOAD_RECORD), JSON.stringify(record), { flag: 'wx' });
-      await mkdir(this.#uploadsDir, { recursive: true });
+      await writeFile(join(staging, UPLOAD_RECORD), JSON.stringify(record), { flag: 'wx', mode: FILE_MODE });
+      await mkdir(this.#uploadsDir, { recursive: true, mode: DIR_MODE });
       await rename(staging, join(this.#uploadsDir, uploadId));
     } finally {
       await rm(staging, { recursive: true, force: true });
@@ -385,10 +400,11 @@ export class LocalStorage implements Storage {
     return uploadId;
   }
 
-  async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number): Promise<string> {
+  async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number, partBytes: number): Promise<string> {
     if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) throw new MultipartError('upload not found');
     if (!isValidPartNumber(partNumber)) throw new RangeError(`part number must be an integer in 1..10000, got ${partNumber}`);
-    return this.#presign('PUT', key, ttlSeconds, { uploadId, partNumber });
+    if (!isValidPartBytes(partBytes)) throw new RangeError(`part size must be an integer in 0..5 GiB, got ${partBytes}`);
+    return this.#presign('PUT', key, ttlSeconds, { uploadId, partNumber, partSize: partBytes });
   }
 
   /**
@@ -403,11 +419,11 @@ export class LocalStorage implements Storage {
     const tmpPart = join(dir, `${partNumber}.${randomUUID()}.tmp`);
     const tmpEtag = `${tmpPart}.md5`;
     try {
-      const file = await open(tmpPart, 'wx');
+      const file = await open(tmpPart, 'wx', FILE_MODE);
       const md5 = createHash('md5');
       await pipeline(body, exactSize(size), hashing(md5), file.createWriteStream({ flush: true }));
       const etag = md5.digest('hex');
-      await writeFile(tmpEtag, etag, { flag: 'wx' });
+      await writeFile(tmpEtag, etag, { flag: 'wx', mode: FILE_MODE });
       // ETag first, so a listed part always has one; completion re-hashes the bytes anyway.
       await rename(tmpEtag, join(dir, `${partNumber}.md5`));
       await rename(tmpPart, join(dir, String(partNumber)));
@@ -449,11 +465,11 @@ export class LocalStorage implements Storage {
     const dir = join(this.#uploadsDir, uploadId);
     const parts = checkCompletion(requested, await this.listParts(key, uploadId), this.#minPartBytes);
 
-    await mkdir(this.#tmpDir, { recursive: true });
+    await mkdir(this.#tmpDir, { recursive: true, mode: DIR_MODE });
     const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
     let size = 0;
     try {
-      const out = await open(tmpObject, 'wx');
+      const out = await open(tmpObject, 'wx', FILE_MODE);
       const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
       try {
         for (const part of parts) size += await appendPart(out, join(dir, String(part.partNumber)), part, buffer);
@@ -510,7 +526,7 @@ export class LocalStorage implements Storage {
   /** rename() with its folder created; retried because delete() may prune that folder concurrently. */
   async #moveInto(from: string, to: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      await mkdir(dirname(to), { recursive: true });
+      await mkdir(dirname(to), { recursive: true, mode: DIR_MODE });
       try {
         await rename(from, to);
         return;

@@ -9,6 +9,11 @@ export const DEFAULT_MIN_PART_BYTES = 5 * 1024 * 1024;
 export const MAX_PART_BYTES = 5 * 1024 ** 3;
 export const MAX_PART_NUMBER = 10000;
 
+/** A part's size as a part URL binds it: 0 (an empty file's only part) up to S3's 5 GiB. */
+export function isValidPartBytes(bytes: unknown): bytes is number {
+  return Number.isSafeInteger(bytes) && (bytes as number) >= 0 && (bytes as number) <= MAX_PART_BYTES;
+}
+
 export function isValidPartNumber(partNumber: unknown): partNumber is number {
   return Number.isInteger(partNumber) && (partNumber as number) >= 1 && (partNumber as number) <= MAX_PART_NUMBER;
 }

@@ -76,3 +76,29 @@ describe('S3 storage: configuration', () => {
     }
   });
 });
+
+describe('S3 storage: part URLs sign their Content-Length', () => {
+  test('attack: dropping content-length from the signed headers, or sending another size, is refused', async () => {
+    const settings = await s3();
+    const admin = adminClient(settings);
+    const bucket = `ffop-test-${randomUUID().slice(0, 8)}`;
+    await admin.makeBucket(bucket, settings.region);
+    const storage = new S3Storage({ ...settings, bucket });
+    try {
+      const key = 'contract/bound.bin';
+      const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+      const url = new URL(await storage.presignUploadPart(key, uploadId, 1, 600, 100));
+      assert.equal(url.searchParams.get('X-Amz-SignedHeaders'), 'content-length;host');
+      const unbound = new URL(url);
+      unbound.searchParams.set('X-Amz-SignedHeaders', 'host');
+      for (const [what, target, size] of [['unbound', unbound, 5000], ['larger', url, 5000]] as const) {
+        const res = await fetch(target, { method: 'PUT', body: Buffer.alloc(size, 1) });
+        assert.equal(res.status, 403, `${what}: ${await res.text()}`);
+      }
+      assert.deepEqual(await storage.listParts(key, uploadId), []);
+      await storage.abortMultipartUpload(key, uploadId);
+    } finally {
+      await removeBucket(admin, storage, bucket);
+    }
+  });
+});

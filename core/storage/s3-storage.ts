@@ -16,7 +16,8 @@ import {
   normalizeContentType,
   ObjectSizeMismatch,
 } from './local-storage.ts';
-import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartNumber, MAX_PART_NUMBER } from './multipart.ts';
+import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, MAX_PART_NUMBER } from './multipart.ts';
+import { awsEscape, presignS3Url } from './s3-presign.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
 import { MultipartError, StorageNotFound } from './storage.ts';
 
@@ -59,6 +60,8 @@ export class S3Storage implements Storage {
   readonly #publicBaseUrl: string;
   readonly #partBytes: number;
   readonly #clock: () => number;
+  /** What part URLs are signed with (s3-presign.ts), the client being unable to sign Content-Length. */
+  readonly #signer: { endpoint: string; region: string; accessKey: string; secretKey: string };
 
   constructor(options: S3StorageOptions) {
     const endpoint = new URL(options.endpoint);
@@ -87,6 +90,7 @@ export class S3Storage implements Storage {
     this.bucket = options.bucket;
     this.#publicBaseUrl = (options.publicBaseUrl ?? `${endpoint.origin}/${encodeURIComponent(options.bucket)}`).replace(/\/+$/, '');
     this.#clock = options.clock ?? Date.now;
+    this.#signer = { endpoint: endpoint.origin, region: options.region, accessKey: options.accessKey, secretKey: options.secretKey };
   }
 
   async put(key: string, body: Readable, opts: { size: number; contentType: string }): Promise<void> {
@@ -253,10 +257,30 @@ export class S3Storage implements Storage {
     return uploadId;
   }
 
-  async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number): Promise<string> {
+  /**
+   * Signs `content-length` with the part's size, so the server refuses any other body (403
+   * SignatureDoesNotMatch). Not for an empty part: SigV4 servers built on the AWS SDK (versitygw) leave a
+   * zero Content-Length out of the signed headers, so such a URL would never match; that one part
+   * (of an empty file) stays bounded only by S3's 5 GiB part limit until the upload is cleaned up.
+   */
+  async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number, partBytes: number): Promise<string> {
+    assertValidKey(key);
     if (!isUploadId(uploadId)) throw new MultipartError('upload not found');
     if (!isValidPartNumber(partNumber)) throw new RangeError(`part number must be an integer in 1..10000, got ${partNumber}`);
-    return this.#presign('PUT', key, ttlSeconds, { uploadId, partNumber: String(partNumber) });
+    if (!isValidPartBytes(partBytes)) throw new RangeError(`part size must be an integer in 0..5 GiB, got ${partBytes}`);
+    if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_PRESIGN_TTL_SECONDS) {
+      throw new RangeError(`presign ttl must be an integer in 1..${MAX_PRESIGN_TTL_SECONDS}, got ${ttlSeconds}`);
+    }
+    return presignS3Url({
+      ...this.#signer,
+      method: 'PUT',
+      bucket: this.bucket,
+      key,
+      query: { partNumber: String(partNumber), uploadId },
+      headers: partBytes > 0 ? { 'content-length': String(partBytes) } : {},
+      expiresSeconds: ttlSeconds,
+      date: new Date(this.#clock()),
+    });
   }
 
   async listParts(key: string, uploadId: string): Promise<UploadedPart[]> {
@@ -330,11 +354,6 @@ async function* exactParts(body: Readable, size: number, partBytes: number): Asy
   }
   if (seen !== size) throw new ObjectSizeMismatch(size, String(seen));
   if (pendingBytes > 0 || size === 0) yield Buffer.concat(pending);
-}
-
-/** Query-string escaping as SigV4 wants it: everything but unreserved characters. */
-function awsEscape(value: string): string {
-  return encodeURIComponent(value).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 async function readText(stream: AsyncIterable<unknown>): Promise<string> {

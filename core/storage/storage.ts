@@ -40,8 +40,12 @@ export interface Storage {
   // 5 MiB, a PUT to a part URL answers an ETag header, and completion lists every part in order.
   /** Starts a multipart upload of `key`; returns its upload id. */
   createMultipartUpload(key: string, contentType: string): Promise<string>;
-  /** URL that accepts one HTTP PUT of part `partNumber` (1..10000) for ttlSeconds, without credentials. */
-  presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number): Promise<string>;
+  /**
+   * URL that accepts one HTTP PUT of part `partNumber` (1..10000) for ttlSeconds, without credentials,
+   * whose body is exactly `partBytes` bytes: the size is bound into the signature, so a client cannot
+   * park more bytes than the part may hold (S3 refuses a 0-byte binding; there the empty part is unbound).
+   */
+  presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number, partBytes: number): Promise<string>;
   /** Parts uploaded so far, by number, with their ETags and sizes. */
   listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
   /**

@@ -27,6 +27,11 @@ describe('url signing', () => {
       stringToSign({ method: 'PUT', key: 'k/f.bin', expires: 5, uploadId: 'up-1', partNumber: 3 }),
       'PUT\nk/f.bin\n5\nup-1\n3',
     );
+    // A part URL binds its size as a sixth field; URLs without one keep the five-field string.
+    assert.equal(
+      stringToSign({ method: 'PUT', key: 'k/f.bin', expires: 5, uploadId: 'up-1', partNumber: 3, partSize: 100 }),
+      'PUT\nk/f.bin\n5\nup-1\n3\n100',
+    );
   });
 
   test('the signature is hex HMAC-SHA256 of that string', () => {

@@ -1,7 +1,9 @@
 // HMAC-signed storage URLs for the local-folder backend (S3 signs its own).
 // A signed URL carries `X-Expires` (unix seconds) and `X-Signature` (hex HMAC-SHA256) in its query.
 // The signed string is `method\nkey\nexpires\nuploadId\npartNumber`; the last two fields are empty
-// for whole-object URLs and are reserved for multipart part uploads.
+// for whole-object URLs and are reserved for multipart part uploads. A part URL also binds the part's
+// size: `\npartSize` is appended, so the URL accepts exactly that many bytes (as a SigV4 URL that
+// signs Content-Length does on S3).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const EXPIRES_PARAM = 'X-Expires';
@@ -17,6 +19,8 @@ export interface SignedRequest {
   expires: number;
   uploadId?: string;
   partNumber?: number;
+  /** Part URLs: the exact byte count the PUT must carry. */
+  partSize?: number;
 }
 
 export type SignatureCheck =
@@ -34,14 +38,17 @@ export function assertSigningKey(secret: string | Uint8Array): void {
 }
 
 export function stringToSign(req: SignedRequest): string {
-  // Keys are validated to hold no control characters, so '\n' cannot shift fields.
-  return [
+  // Keys are validated to hold no control characters, so '\n' cannot shift fields. The size is a sixth
+  // field only when present: whole-object URLs keep the five-field string they were signed with.
+  const fields = [
     req.method,
     req.key,
     String(req.expires),
     req.uploadId ?? '',
     req.partNumber === undefined ? '' : String(req.partNumber),
-  ].join('\n');
+  ];
+  if (req.partSize !== undefined) fields.push(String(req.partSize));
+  return fields.join('\n');
 }
 
 export function signRequest(secret: string | Uint8Array, req: SignedRequest): string {

@@ -115,7 +115,7 @@ async function uploadInParts(storage: Storage, key: string, upload: Upload): Pro
       const index = next++;
       const offset = index * upload.partBytes;
       const body = await readSlice(file, offset, Math.min(upload.partBytes, upload.size - offset));
-      const res = await fetch(await storage.presignUploadPart(key, uploadId, index + 1, 3600), { method: 'PUT', body });
+      const res = await fetch(await storage.presignUploadPart(key, uploadId, index + 1, 3600, body.length), { method: 'PUT', body });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`part ${index + 1}: ${res.status} ${text}`);
       etags[index] = res.headers.get('etag') ?? '';

@@ -4,6 +4,8 @@
 // ServiceAccount with exactly the manifests' permissions. Storage is a local folder served by the
 // API (every "pod" runs on this machine); real clusters use S3.
 import { randomBytes } from 'node:crypto';
+import { testConfinement } from '../../core/confine/test-confinement.ts';
+import { FileProber } from '../../core/media/file-prober.ts';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,8 +78,11 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
     runnerCommand: (pod) =>
       pod.spec?.containers?.[0]?.name === RUNNER_CONTAINER ? { program: process.execPath, args: ['--import', 'tsx', RUNNER_MAIN], cwd: ROOT } : null,
   });
+  const { confinement, uids } = await testConfinement();
+  const prober = new FileProber({ confinement, uids });
   const launch = async (identity: string) => {
     const op = startOperator({
+      prober,
       kubeconfig: operatorKc, namespace: ns, database, storage, logger, identity,
       runnerImage: 'ffmpeg-operator-runner:test', reportUrl: `${apiUrl}/internal/v1/job-events`, tokenSecret,
       limits: { downloadMaxBytes: 1e9, downloadTimeoutSeconds: 60, uploadAllowanceSeconds: 60, allow: opts.allow ?? [], maxThreads: 2 },

@@ -3,6 +3,8 @@
 // no database access) and are read here in order; a Job that ends without a result (deadline, pod
 // failure, a runner that crashed) gets a result made from the Job's own status.
 import { BatchV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { DEFAULT_MEMORY_BYTES } from '../../core/confine/limits.ts';
+import { POD_FALLBACK } from '../../runner-image/confinement-from-env.ts';
 import type { Logger } from 'pino';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
 import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
@@ -31,6 +33,12 @@ export interface KubernetesBackendOptions {
   workVolumeSize?: string;
   /** rlimit on every file ffmpeg writes (default 20 GiB). */
   maxOutputFileBytes?: number;
+  /** ffmpeg's and ffprobe's address-space rlimit in the pod (FFOP_MAX_MEMORY_BYTES). */
+  maxMemoryBytes?: number;
+  /** The runner container's memory limit (FFOP_RUNNER_MEMORY_LIMIT); default the rlimit + 512Mi. */
+  podMemoryLimit?: string;
+  /** 'bwrap' requires bubblewrap in the pod; 'bwrap-or-pod' (default) lets the pod be the boundary where it cannot run. */
+  runnerConfinement?: 'bwrap' | 'bwrap-or-pod';
 }
 
 const FIELD_MANAGER = 'ffmpeg-operator';
@@ -107,6 +115,7 @@ export class KubernetesBackend implements JobBackend {
       [LABELS.account]: request.accountId,
     };
     const cpu = String(request.vcpus);
+    const memoryBytes = this.o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
     const job: V1Job = {
       apiVersion: 'batch/v1',
       kind: 'Job',
@@ -138,8 +147,14 @@ export class KubernetesBackend implements JobBackend {
                   { name: 'FFOP_JOB_NAME', value: request.ref.name },
                   { name: 'FFOP_WORK_ROOT', value: this.o.workRoot ?? '/work' },
                   { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.o.maxOutputFileBytes ?? 20 * 1024 ** 3) },
+                  { name: 'FFOP_MAX_MEMORY_BYTES', value: String(memoryBytes) },
+                  { name: 'FFOP_RUNNER_CONFINEMENT', value: this.o.runnerConfinement ?? POD_FALLBACK },
                 ],
-                resources: { requests: { cpu }, limits: { cpu, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' } },
+                resources: {
+                  requests: { cpu },
+                  // ffmpeg's own rlimit plus room for the runner (Node) itself.
+                  limits: { cpu, memory: this.o.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' },
+                },
                 securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
                 volumeMounts: [{ name: 'work', mountPath: this.o.workRoot ?? '/work' }],
               },

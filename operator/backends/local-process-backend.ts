@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
 import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
+import type { UidPool } from '../../core/confine/uid-pool.ts';
 
 const RUNNER_MAIN = fileURLToPath(new URL('../../runner-image/main.ts', import.meta.url));
 const STDERR_TAIL = 4096;
@@ -27,8 +28,10 @@ export interface LocalProcessBackendOptions {
   workRoot: string;
   /** Defaults to the machine's cores. */
   capacityVcpus?: number;
-  /** Extra environment for runners (e.g. FFMPEG_PATH). */
+  /** Extra environment for runners (e.g. FFMPEG_PATH, the confinement settings). */
   env?: Record<string, string>;
+  /** As root: each runner's ffmpeg gets a uid of its own from here (FFOP_SANDBOX_UID), held until the runner is gone. */
+  uids?: UidPool;
 }
 
 export class LocalProcessBackend implements JobBackend {
@@ -56,11 +59,18 @@ export class LocalProcessBackend implements JobBackend {
     this.jobs.set(request.ref.name, job);
     const log = this.opts.logger.child({ command_id: request.ref.commandId, job: request.ref.name });
 
+    const uid = this.opts.uids?.acquire();
     const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), RUNNER_MAIN], {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true, // own process group, so a deadline can stop the runner and nothing else
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', FFOP_WORK_ROOT: this.opts.workRoot, ...this.opts.env },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        FFOP_WORK_ROOT: this.opts.workRoot,
+        ...this.opts.env,
+        ...(uid === undefined ? {} : { FFOP_SANDBOX_UID: String(uid) }),
+      },
     });
+    if (uid !== undefined) child.once('close', () => this.opts.uids?.release(uid));
     job.child = child;
     child.stdin!.on('error', () => {}); // a runner that dies early closes its stdin; the exit handler reports it
     child.stdin!.end(JSON.stringify(request.spec));

@@ -1,0 +1,86 @@
+// Throttles API key guessing per client address: after `maxFailures` answers of 401 to one address
+// within a window, that address gets 429 with Retry-After until the window ends, before its key is
+// even looked up (so a flood of bad keys costs no database work). In memory, per API process.
+// The address is the socket's peer: X-Forwarded-For is not trusted (anyone can send it), so behind a
+// reverse proxy every client shares the proxy's address and its limit.
+import { isIP } from 'node:net';
+import type { Context, MiddlewareHandler } from 'hono';
+
+export interface AuthFailureLimitOptions {
+  /** Failed attempts allowed per address in one window. */
+  maxFailures: number;
+  windowSeconds: number;
+  /** Milliseconds since the epoch; injected by tests. */
+  clock?: () => number;
+  /** Addresses remembered at most (memory bound under a flood from many addresses). */
+  maxTracked?: number;
+}
+
+export const DEFAULT_AUTH_FAILURE_LIMIT = { maxFailures: 30, windowSeconds: 60 };
+
+interface Window {
+  failures: number;
+  endsAt: number;
+}
+
+export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandler {
+  const clock = opts.clock ?? Date.now;
+  const maxTracked = opts.maxTracked ?? 100_000;
+  const windows = new Map<string, Window>();
+
+  const remember = (client: string, now: number) => {
+    let window = windows.get(client);
+    if (window === undefined || window.endsAt <= now) {
+      windows.delete(client);
+      if (windows.size >= maxTracked) forgetExpired(windows, now);
+      // Still full: the oldest window goes (Map order is insertion order).
+      if (windows.size >= maxTracked) windows.delete(windows.keys().next().value as string);
+      window = { failures: 0, endsAt: now + opts.windowSeconds * 1000 };
+      windows.set(client, window);
+    }
+    window.failures += 1;
+  };
+
+  return async (c, next) => {
+    const client = clientKey(peerAddress(c));
+    const now = clock();
+    const window = windows.get(client);
+    if (window !== undefined && window.endsAt > now && window.failures >= opts.maxFailures) {
+      const retryAfter = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
+      return c.json(
+        { detail: `Too many failed API key attempts from your address (${opts.maxFailures} in ${opts.windowSeconds} s); retry after ${retryAfter} s` },
+        429,
+        { 'retry-after': String(retryAfter) },
+      );
+    }
+    await next();
+    if (c.res.status === 401) remember(client, clock());
+  };
+}
+
+function forgetExpired(windows: Map<string, Window>, now: number): void {
+  for (const [client, window] of windows) if (window.endsAt <= now) windows.delete(client);
+}
+
+/** The TCP peer, from @hono/node-server's bindings; undefined when the app runs without a socket. */
+function peerAddress(c: Context): string | undefined {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return env?.incoming?.socket?.remoteAddress;
+}
+
+/**
+ * What one client is: an IPv4 address (also when IPv4-mapped), or an IPv6 /64, since one subscriber
+ * usually holds a whole /64 and counting single addresses there would limit nobody.
+ */
+export function clientKey(address: string | undefined): string {
+  if (address === undefined || address === '') return 'unknown';
+  const text = address.split('%')[0];
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(text);
+  if (mapped) return mapped[1];
+  if (isIP(text) !== 6) return text;
+  const groupsIn = (part: string) => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])));
+  const [head, tail] = text.split('::');
+  const groups =
+    tail === undefined ? groupsIn(head) : [...groupsIn(head), ...Array<string>(8 - groupsIn(head).length - groupsIn(tail).length).fill('0'), ...groupsIn(tail)];
+  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+}

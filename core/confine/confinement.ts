@@ -1,0 +1,182 @@
+// How every ffmpeg and ffprobe process is run: inside a bubblewrap sandbox that sees only its own
+// working folder (mounted at /work) and read-only system paths, with its own PID, network, IPC and UTS
+// namespaces, its own /proc, a minimal /dev, no capabilities, no_new_privs, the seccomp filter of
+// seccomp-filter.py and rlimits; as root, also a uid of its own (UidPool). One interface, two
+// backends: 'bwrap', and 'unconfined' for hosts where the operator explicitly accepted the risk.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, lstatSync, openSync, readlinkSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { prlimitArgs, type ProcessLimits } from './limits.ts';
+
+export interface ConfinedRequest {
+  /** 'ffmpeg', 'ffprobe', or an absolute path. */
+  program: string;
+  args: string[];
+  /** Host path of the working folder: the only one the program sees, and its current folder. */
+  folder: string;
+  /** ffmpeg writes its outputs there; ffprobe only reads. */
+  writable: boolean;
+  /** As root: the uid (and gid) the program runs as; the folder must belong to it. */
+  uid?: number;
+  limits: ProcessLimits;
+}
+
+export interface PreparedCommand {
+  program: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Host paths of files to hand to the child as descriptors 3, 4, ... (opened at spawn). */
+  inheritFiles: string[];
+}
+
+export interface Confinement {
+  /** 'pod': in a Kubernetes pod that cannot create namespaces, the pod itself is the boundary. */
+  readonly kind: 'bwrap' | 'unconfined' | 'pod';
+  /** How the confined program names `relative`, a path inside its folder. */
+  pathInFolder(folder: string, relative: string): string;
+  prepare(request: ConfinedRequest): PreparedCommand;
+}
+
+/** Where the working folder appears inside the sandbox. */
+export const SANDBOX_FOLDER = '/work';
+
+/** The environment of every run: nothing of the service's (its secrets stay out). */
+function runEnv(): Record<string, string> {
+  return {
+    PATH: '/usr/bin:/bin',
+    LANG: 'C',
+    HOME: '/tmp', // fontconfig keeps its per-user cache there
+    // glibc reserves 64 MiB of address space per malloc arena (up to 8 per core); fewer arenas keep
+    // RLIMIT_AS about memory actually used.
+    MALLOC_ARENA_MAX: '2',
+  };
+}
+
+export interface BwrapOptions {
+  /** The compiled seccomp filter (seccomp-program.ts). */
+  seccompProgram: string;
+  /** True when the service runs as root: namespaces without a user namespace, then setpriv to `uid`. */
+  asRoot: boolean;
+  bwrapPath?: string;
+}
+
+export class BwrapConfinement implements Confinement {
+  readonly kind = 'bwrap' as const;
+  private readonly o: BwrapOptions;
+  private readonly systemMounts: string[];
+
+  constructor(o: BwrapOptions) {
+    this.o = o;
+    this.systemMounts = systemMounts();
+  }
+
+  get seccompProgram(): string {
+    return this.o.seccompProgram;
+  }
+
+  pathInFolder(_folder: string, relative: string): string {
+    return join(SANDBOX_FOLDER, relative);
+  }
+
+  prepare(r: ConfinedRequest): PreparedCommand {
+    if (this.o.asRoot && r.uid === undefined) throw new Error('a confined run as root needs a uid of its own');
+    const args = [
+      '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+      // Without root the namespaces need a user namespace; inside it the program keeps our uid.
+      ...(this.o.asRoot ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : ['--unshare-user', '--cap-drop', 'ALL']),
+      '--die-with-parent', '--new-session', // no controlling terminal: no TIOCSTI into ours
+      ...this.systemMounts,
+      ...programMount(r.program),
+      '--proc', '/proc', '--dev', '/dev',
+      '--perms', '01777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/tmp',
+      r.writable ? '--bind' : '--ro-bind', r.folder, SANDBOX_FOLDER,
+      '--chdir', SANDBOX_FOLDER,
+      '--seccomp', '3',
+      '--', 'prlimit', ...prlimitArgs(r.limits), '--',
+    ];
+    if (this.o.asRoot) {
+      const id = String(r.uid);
+      // Clearing the bounding set and inheritable caps leaves nothing to regain; bwrap already set
+      // no_new_privs, so no setuid binary can either.
+      args.push('setpriv', `--reuid=${id}`, `--regid=${id}`, '--clear-groups', '--bounding-set=-all', '--inh-caps=-all', '--');
+    }
+    args.push(r.program, ...r.args);
+    return { program: this.o.bwrapPath ?? 'bwrap', args, cwd: '/', env: runEnv(), inheritFiles: [this.o.seccompProgram] };
+  }
+}
+
+/**
+ * Read-only system paths ffmpeg needs: /usr (programs, libraries, fonts), the top-level links of a
+ * merged-/usr system (or the folders themselves), the dynamic loader's cache, the alternatives that
+ * some libraries resolve through (libblas), and fontconfig's configuration and cache.
+ */
+function systemMounts(): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
+  for (const top of ['/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32']) {
+    const kind = pathKind(top);
+    if (kind === 'link') args.push('--symlink', readlinkSync(top), top);
+    else if (kind === 'dir') args.push('--ro-bind', top, top);
+  }
+  args.push('--perms', '0755', '--dir', '/etc');
+  for (const path of ['/etc/ld.so.cache', '/etc/alternatives', '/etc/fonts', '/var/cache/fontconfig']) {
+    args.push('--ro-bind-try', path, path);
+  }
+  return args;
+}
+
+/** A program outside /usr (a custom FFMPEG_PATH) is mounted read-only where it is. */
+function programMount(program: string): string[] {
+  if (!isAbsolute(program) || program.startsWith('/usr/')) return [];
+  return ['--ro-bind', program, program];
+}
+
+function pathKind(path: string): 'link' | 'dir' | 'none' {
+  try {
+    const s = lstatSync(path);
+    return s.isSymbolicLink() ? 'link' : s.isDirectory() ? 'dir' : 'none';
+  } catch {
+    return 'none';
+  }
+}
+
+/**
+ * No sandbox of its own: only the minimal environment and the rlimits. 'unconfined' when the operator
+ * sets FFOP_UNSAFE_NO_CONFINEMENT=1 (not safe with untrusted users); 'pod' for a runner in a pod where
+ * namespaces cannot be created, which then relies on the pod (one pod per step holding only that
+ * step's files, non-root, no ServiceAccount token, seccomp RuntimeDefault, read-only root filesystem).
+ */
+export class Unconfined implements Confinement {
+  readonly kind: 'unconfined' | 'pod';
+
+  constructor(kind: 'unconfined' | 'pod' = 'unconfined') {
+    this.kind = kind;
+  }
+
+  pathInFolder(folder: string, relative: string): string {
+    return join(folder, relative);
+  }
+
+  prepare(r: ConfinedRequest): PreparedCommand {
+    return { program: 'prlimit', args: [...prlimitArgs(r.limits), '--', r.program, ...r.args], cwd: r.folder, env: runEnv(), inheritFiles: [] };
+  }
+}
+
+/**
+ * Starts a prepared command in its own process group (so a timeout can kill all it started), stdout
+ * and stderr piped, stdin closed. The inherited files are opened for this child only and closed
+ * again in the parent once it has them.
+ */
+export function spawnPrepared(command: PreparedCommand): ChildProcess {
+  const fds = command.inheritFiles.map((path) => openSync(path, 'r'));
+  try {
+    return spawn(command.program, command.args, {
+      cwd: command.cwd,
+      env: command.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', ...fds],
+    });
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+}

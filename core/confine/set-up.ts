@@ -1,0 +1,105 @@
+// Start-up: builds the confinement every ffmpeg/ffprobe run goes through and proves that it works on
+// this host by running ffmpeg inside it. Without it the service refuses to start, unless the operator
+// explicitly sets FFOP_UNSAFE_NO_CONFINEMENT=1.
+import { execFile } from 'node:child_process';
+import { chown, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BwrapConfinement, spawnPrepared, Unconfined, type Confinement } from './confinement.ts';
+import { DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from './limits.ts';
+import { ensureSeccompProgram } from './seccomp-program.ts';
+import type { UidPool } from './uid-pool.ts';
+
+export const UNSAFE_SETTING = 'FFOP_UNSAFE_NO_CONFINEMENT';
+
+export class ConfinementUnavailable extends Error {
+  constructor(reason: string) {
+    super(
+      `ffmpeg cannot be confined on this host: ${reason}. Install bubblewrap and python3-seccomp ` +
+        `(apt-get install bubblewrap python3-seccomp) and allow user namespaces, or set ${UNSAFE_SETTING}=1 ` +
+        'to run ffmpeg unconfined (only for trusted users: commands can then read what the service can read)',
+    );
+    this.name = 'ConfinementUnavailable';
+  }
+}
+
+export interface ConfinementSettings {
+  /** FFOP_UNSAFE_NO_CONFINEMENT=1: run unconfined, on purpose. */
+  unsafe: boolean;
+  /** Where the seccomp program is cached (and the self-test folder made). */
+  cacheDir: string;
+  /** A prebuilt seccomp program (FFOP_SECCOMP_PROGRAM), e.g. in an image. */
+  seccompProgram?: string;
+  /** As root, the self-test borrows a uid from here. */
+  uids?: UidPool;
+  ffmpegPath?: string;
+  /** Skip the self-test: the process that handed us these settings already ran it (runners). */
+  trusted?: boolean;
+  bwrapPath?: string;
+}
+
+export function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+export async function setUpConfinement(s: ConfinementSettings): Promise<Confinement> {
+  if (s.unsafe) return new Unconfined();
+  let seccompProgram: string;
+  try {
+    await runQuietly(s.bwrapPath ?? 'bwrap', ['--version']);
+    await runQuietly('prlimit', ['--version']);
+    if (isRoot()) await runQuietly('setpriv', ['--version']);
+    seccompProgram = await ensureSeccompProgram(s.cacheDir, s.seccompProgram);
+  } catch (err) {
+    throw new ConfinementUnavailable((err as Error).message);
+  }
+  const confinement = new BwrapConfinement({ seccompProgram, asRoot: isRoot(), bwrapPath: s.bwrapPath });
+  if (!s.trusted) await selfTest(confinement, s);
+  return confinement;
+}
+
+/** A tiny encode inside the sandbox: libraries load, the folder is writable, the filter and limits let ffmpeg work. */
+async function selfTest(confinement: Confinement, s: ConfinementSettings): Promise<void> {
+  await mkdir(s.cacheDir, { recursive: true, mode: 0o700 });
+  const folder = await mkdtemp(join(s.cacheDir, 'self-test-'));
+  const uid = isRoot() ? (s.uids?.acquire() ?? 65534) : undefined;
+  try {
+    if (uid !== undefined) await chown(folder, uid, uid);
+    const command = confinement.prepare({
+      program: s.ffmpegPath ?? 'ffmpeg',
+      args: ['-hide_banner', '-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=s=32x32:d=0.1', '-y', 'self-test.mkv'],
+      folder,
+      writable: true,
+      uid,
+      limits: { memoryBytes: 1024 ** 3, cpuSeconds: 30, fileSizeBytes: 1024 ** 2, openFiles: DEFAULT_OPEN_FILES, processes: uid === undefined ? undefined : DEFAULT_PROCESSES },
+    });
+    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawnPrepared(command);
+      let err = '';
+      child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString('utf8')).slice(-2000)));
+      child.stdout!.resume();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.once('error', reject);
+      child.once('close', (exitCode) => {
+        clearTimeout(timer);
+        resolve({ code: exitCode, stderr: err.trim() });
+      });
+    });
+    const written = await stat(join(folder, 'self-test.mkv')).then((st) => st.size > 0, () => false);
+    if (code !== 0 || !written) throw new ConfinementUnavailable(`a test run of ffmpeg in bubblewrap failed (exit ${code}): ${stderr || 'no output written'}`);
+  } finally {
+    if (uid !== undefined) s.uids?.release(uid);
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** What a runner started by this process needs to confine its ffmpeg the same way without checking again. */
+export function runnerEnvFor(confinement: Confinement): Record<string, string> {
+  if (confinement instanceof BwrapConfinement) return { FFOP_CONFINEMENT_CHECKED: '1', FFOP_SECCOMP_PROGRAM: confinement.seccompProgram };
+  return { [UNSAFE_SETTING]: '1' };
+}
+
+function runQuietly(program: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(program, args, { timeout: 10_000 }, (err) => (err ? reject(new Error(`${program} is not usable: ${err.message}`)) : resolve()));
+  });
+}
