@@ -15,9 +15,10 @@ export type ValueKind =
   | 'text' // a value with no file meaning (numbers, names, expressions, metadata)
   | 'codec' // an encoder/decoder name or "copy"
   | 'format' // a muxer/demuxer name, checked against the format lists
-  | 'filtergraph' // parsed and checked by filtergraph.ts
+  | 'filtergraph' // parsed by filtergraph.ts and checked by filter-check.ts
   | 'relativeFile' // a file (or %d pattern) relative to the working folder
-  | 'outputFile' // an {{out_...}} placeholder or a relative file
+  | 'inputFile' // a file ffmpeg reads: an {{in_...}} placeholder or a relative file
+  | 'outputFile' // a file ffmpeg writes: an {{out_...}} placeholder or a relative file
   | 'plainName' // a file name without folders (ffmpeg puts it next to the output)
   | 'encoderParams' // key=value:key=value for x264/x265, keys checked
   | 'bsfList' // comma-separated bitstream filters, names checked
@@ -61,6 +62,9 @@ const OPTION_LIST: OptionSpec[] = [
   ...options('output', 'none', ['shortest', 'copyinkf', 'force_fps', 'noautoscale']),
   ...options('output', 'filtergraph', ['vf', 'af', 'filter']),
   ...options('output', 'bsfList', ['bsf']),
+  // -attach adds a file (a font, a cover) as an attachment stream; -dump_attachment writes one out.
+  ...options('output', 'inputFile', ['attach']),
+  ...options('input', 'outputFile', ['dump_attachment']),
 
   // encoder AVOptions
   ...options('file', 'text', ['vb', 'crf', 'qp', 'preset', 'tune', 'level', 'g', 'keyint_min', 'sc_threshold', 'bf',
@@ -107,8 +111,6 @@ export function optionFitsFile(spec: OptionSpec, file: 'input' | 'output'): bool
 export const REFUSED_OPTIONS: ReadonlyMap<string, string> = new Map(Object.entries({
   filter_script: 'it reads a file',
   filter_complex_script: 'it reads a file',
-  attach: 'it reads a file',
-  dump_attachment: 'it writes files',
   passlogfile: 'it names a file',
   vstats: 'it writes a file',
   vstats_file: 'it writes a file',
@@ -128,11 +130,15 @@ export const REFUSED_OPTIONS: ReadonlyMap<string, string> = new Map(Object.entri
   vaapi_device: 'hardware devices are not available',
   qsv_device: 'hardware devices are not available',
   stdin: 'the service runs ffmpeg without input',
-  protocol_whitelist: 'the service sets it',
-  protocol_blacklist: 'the service sets it',
-  format_whitelist: 'the service sets it',
-  safe: 'the service sets it',
-  max_pixels: 'the service sets it',
+  protocol_whitelist: 'it decides which protocols ffmpeg may open; the service sets it to local files only',
+  protocol_blacklist: 'it decides which protocols ffmpeg may open; the service sets the list',
+  format_whitelist: 'it decides which formats ffmpeg may open; the service decides',
+  safe: 'it decides whether concat lists may name any path; the service sets -safe 1',
+  max_pixels: 'it lifts the picture size limit that stops decompression bombs; the service sets it',
+  codec_whitelist: 'it decides which codecs ffmpeg may open; the service decides',
+  max_alloc: "it changes ffmpeg's memory allocation limit",
+  enable_drefs: 'it lets a QuickTime file open other files it names',
+  use_absolute_path: 'it lets a QuickTime file open other files by absolute path',
   timelimit: 'the service sets its own time limit',
   hls_key_info_file: 'it reads a file',
   hls_enc_key: 'encrypted HLS is not supported',

@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { buildFfmpegArgv } from '../media/ffmpeg-args.ts';
+import { makeMediaFixtures } from './ffmpeg-test-support.ts';
 import { parseFfmpegCommand } from './parse.ts';
 import type { ParseOptions } from './parse.ts';
 import { BITSTREAM_FILTERS, INPUT_FORMATS, OPTION_TABLE, OUTPUT_FORMATS } from './option-table.ts';
@@ -15,7 +17,7 @@ import type { Arg, ParsedCommand } from './parsed-command.ts';
 const run = promisify(execFile);
 
 const single: ParseOptions = {
-  inputAliases: new Set(['in_1', 'in_2']),
+  inputAliases: new Set(['in_1', 'in_2', 'in_srt', 'in_font', 'in_logo']),
   outputAliases: new Set(['out_1', 'out_2']),
 };
 const folder: ParseOptions = { inputAliases: new Set(['in_1', 'in_2']), outputAliases: new Set(), outputFolder: true };
@@ -91,6 +93,47 @@ describe('parseFfmpegCommand accepts', () => {
     assert.ok(parsed.outputs[0].options.includes('seg_%03d.ts'));
   });
 
+  test('placeholders inside arguments: filter options, -attach, metadata; each one is an input read', () => {
+    const parsed = parseFfmpegCommand(
+      "-i {{in_1}} -vf \"subtitles={{in_srt}}:force_style='Fontsize=24,PrimaryColour=&H0000ff&'\" " +
+        '-attach {{in_font}} -metadata:s:t mimetype=font/ttf -metadata "comment=made from {{in_1}}" {{out_1}}',
+      single,
+    );
+    assert.deepEqual(parsed.outputs, [
+      {
+        options: [
+          '-vf',
+          { template: ['subtitles=', { alias: 'in_srt', levels: ['bare', 'bare'] }, ":force_style='Fontsize=24,PrimaryColour=&H0000ff&'"] },
+          '-attach',
+          { alias: 'in_font' },
+          '-metadata:s:t',
+          'mimetype=font/ttf',
+          '-metadata',
+          { template: ['comment=made from ', { alias: 'in_1', levels: [] }] },
+        ],
+        target: { alias: 'out_1' },
+      },
+    ] satisfies ParsedCommand['outputs']);
+    assert.deepEqual(parsed.inputAliases, ['in_1', 'in_srt', 'in_font']);
+  });
+
+  test("Rendi's subtitles example, and a quoted placeholder inside a filter", () => {
+    const rendi = parseFfmpegCommand('-i {{in_1}} -ss 00:00 -to 01:00 -vf subtitles={{in_srt}} -c:v libx264 -crf 20 {{out_1}}', single);
+    assert.deepEqual(rendi.inputAliases, ['in_1', 'in_srt']);
+    const quoted = parseFfmpegCommand(`-i {{in_1}} -filter_complex "[0:v]subtitles='{{in_srt}}'[v]" -map [v] {{out_1}}`, single);
+    assert.deepEqual(quoted.globals[1], { template: ["[0:v]subtitles='", { alias: 'in_srt', levels: ['quoted', 'bare'] }, "'[v]"] });
+  });
+
+  test("the shell's quoting, then ffmpeg's: an escaped colon inside quotes reaches ffmpeg", () => {
+    const parsed = parseFfmpegCommand(`-i {{in_1}} -filter_complex "drawtext=text='LEVEL\\: 3':fontsize=42" {{out_1}}`, single);
+    assert.deepEqual(parsed.globals, ['-filter_complex', "drawtext=text='LEVEL\\: 3':fontsize=42"]);
+  });
+
+  test('an earlier step output read inside a filter of a later step', () => {
+    const parsed = parseFfmpegCommand('-i {{in_1}} -vf "movie={{out_1}}[m];[in][m]overlay" {{out_2}}', laterStep);
+    assert.deepEqual(parsed.inputAliases, ['in_1', 'out_1']);
+  });
+
   test('a -segment_list placeholder counts as an output alias', () => {
     const parsed = parseFfmpegCommand('-i {{in_1}} -f segment -segment_list {{out_2}} -segment_time 5 {{out_1}}', single);
     assert.deepEqual(parsed.outputAliases, ['out_2', 'out_1']);
@@ -122,6 +165,24 @@ describe('parseFfmpegCommand accepts', () => {
       ['-i {{in_1}} -master_pl_name master.m3u8 -var_stream_map "v:0,a:0" -f hls stream_%v.m3u8', folder],
       ['-loglevel error -nostdin -n -i {{in_1}} -threads 2 -preset veryfast -profile:v high -level 4.1 {{out_1}}', single],
       ['-i {{in_1}} {{out_1}}', { ...single, inputAliases: new Set(['in_1', 'in_2', 'in_3']) }],
+      // files read by filters and options, from placeholders or from the working folder (a zip)
+      ["-i sample.mp4 -vf \"subtitles=sample.srt:fontsdir=.:force_style='FontName=Poppins,Fontsize=24'\" -c:a copy {{out_1}}", single],
+      ['-i {{in_1}} -vf "ass=subs.ass:fontsdir=fonts" {{out_1}}', single],
+      ["-i {{in_1}} -vf \"drawtext=fontfile=MyFont.ttf:text='Hello':fontcolor=white:fontsize=48\" {{out_1}}", single],
+      ["-i {{in_1}} -vf \"drawtext=fontfile={{in_font}}:text='LEVEL\\: 3':fontsize=42:x=(w-text_w)/2\" {{out_1}}", single],
+      ['-i {{in_1}} -vf "drawtext=textfile=caption.txt:reload=1" {{out_1}}', single],
+      // an icon font's glyph (Unicode private use area) and an emoji next to a placeholder
+      ["-i {{in_1}} -vf \"drawtext=fontfile={{in_font}}:text='\uf007 \u{1f600}'\" {{out_1}}", single],
+      ['-i {{in_1}} -vf "movie={{in_logo}}[wm];[in][wm]overlay=W-w-10:10[out]" {{out_1}}', single],
+      ['-i {{in_1}} -filter_complex "amovie=music.mp3[a];[0:a][a]amix=inputs=2" {{out_1}}', single],
+      ['-f lavfi -i "movie={{in_1}}:s=dv+da[out0][out1]" {{out_1}}', single],
+      ['-i {{in_1}} -vf "lut3d={{in_2}}:interp=trilinear" {{out_1}}', single],
+      ['-i {{in_1}} -vf "lut3d=file=grade.cube,curves=psfile=look.acv" {{out_1}}', single],
+      ['-i {{in_1}} -attach fonts/Poppins.ttf -metadata:s:t mimetype=font/ttf -c copy {{out_1}}', single],
+      ['-dump_attachment:t:0 font.ttf -i {{in_1}} -f null -', single],
+      ['-dump_attachment:t {{out_1}} -i {{in_1}} -f null -', single],
+      ['-f concat -i list.txt -c copy {{out_1}}', single],
+      ['-i {{in_1}} -vf "select=\'eq(pict_type\\,I)\'" -vsync vfr thumb_%03d.png', folder],
     ];
     for (const [command, opts] of commands) {
       assert.doesNotThrow(() => parseFfmpegCommand(command, opts), command);
@@ -159,8 +220,13 @@ describe('parseFfmpegCommand refuses', () => {
     // options
     ['-filter_script graph.txt -i {{in_1}} {{out_1}}', 'option -filter_script is not allowed (it reads a file)'],
     ['-filter_complex_script graph.txt -i {{in_1}} {{out_1}}', 'option -filter_complex_script is not allowed'],
-    ['-i {{in_1}} -attach font.ttf {{out_1}}', 'option -attach is not allowed'],
-    ['-dump_attachment:t x -i {{in_1}} {{out_1}}', 'option -dump_attachment is not allowed'],
+    ['-i {{in_1}} -attach /etc/passwd {{out_1}}', '-attach "/etc/passwd": absolute paths are not allowed'],
+    ['-i {{in_1}} -attach {{out_2}} {{out_1}}', '{{out_2}} is an output file of this command'],
+    ['-i {{in_1}} -attach x{{in_2}} {{out_1}}', 'a file is a placeholder alone, such as {{in_1}}, or a relative name'],
+    ['-i x.mp4 -attach out.mp4 out.mp4', '"out.mp4" is both read and written', folder],
+    ['-dump_attachment:t "" -i {{in_1}} -f null -', '-dump_attachment:t "": the file name is empty'],
+    ['-dump_attachment:t /tmp/x.ttf -i {{in_1}} -f null -', 'absolute paths are not allowed'],
+    ['-dump_attachment:t {{in_2}} -i {{in_1}} -f null -', '{{in_2}} is an input file and cannot be used as an output'],
     ['-i {{in_1}} -passlogfile x {{out_1}}', 'option -passlogfile is not allowed'],
     ['-vstats_file x.log -i {{in_1}} {{out_1}}', 'option -vstats_file is not allowed'],
     ['-sdp_file x.sdp -i {{in_1}} {{out_1}}', 'option -sdp_file is not allowed'],
@@ -169,8 +235,12 @@ describe('parseFfmpegCommand refuses', () => {
     ['-init_hw_device vaapi -i {{in_1}} {{out_1}}', 'hardware devices are not available'],
     ['-hwaccel cuda -i {{in_1}} {{out_1}}', 'option -hwaccel is not allowed'],
     ['-stdin -i {{in_1}} {{out_1}}', 'option -stdin is not allowed'],
-    ['-protocol_whitelist file,http -i {{in_1}} {{out_1}}', 'option -protocol_whitelist is not allowed (the service sets it)'],
-    ['-safe 0 -f concat -i {{in_1}} {{out_1}}', 'option -safe is not allowed (the service sets it)'],
+    ['-protocol_whitelist file,http -i {{in_1}} {{out_1}}', 'option -protocol_whitelist is not allowed (it decides which protocols ffmpeg may open'],
+    ['-safe 0 -f concat -i {{in_1}} {{out_1}}', 'option -safe is not allowed (it decides whether concat lists may name any path'],
+    ['-max_pixels 1000000000 -i {{in_1}} {{out_1}}', 'option -max_pixels is not allowed (it lifts the picture size limit'],
+    ['-codec_whitelist h264 -i {{in_1}} {{out_1}}', 'option -codec_whitelist is not allowed'],
+    ['-enable_drefs 1 -i {{in_1}} {{out_1}}', 'option -enable_drefs is not allowed (it lets a QuickTime file open other files'],
+    ['-max_alloc 99999999999 -i {{in_1}} {{out_1}}', 'option -max_alloc is not allowed'],
     ['-progress progress.txt -i {{in_1}} {{out_1}}', 'option -progress is not allowed'],
     ['-/filter_complex graph.txt -i {{in_1}} {{out_1}}', 'the -/option form reads the value from a file'],
     ['-i {{in_1}} -foo 1 {{out_1}}', 'option -foo is unknown or not supported'],
@@ -192,7 +262,9 @@ describe('parseFfmpegCommand refuses', () => {
     ['-i {{in_1}} -bsf:v nosuch {{out_1}}', 'bitstream filter "nosuch" is unknown or not allowed'],
     ['-pattern_type glob_sequence -i a%d.png {{out_1}}', '-pattern_type "glob_sequence" is not allowed'],
     ['-pattern_type 1 -i a%d.png {{out_1}}', '-pattern_type "1" is not allowed'],
-    ['-i {{in_1}} -metadata {{in_1}} {{out_1}}', '{{in_1}} cannot be the value of -metadata'],
+    ['-i {{in_1}} -c:v {{in_1}} {{out_1}}', '-c:v does not take a placeholder'],
+    ['-i {{in_1}} -hls_segment_filename {{in_2}}_%d.ts -f hls {{out_1}}', '-hls_segment_filename does not take a placeholder'],
+    ['-i {{in_1}} -metadata title={{out_1}} {{out_1}}', '{{out_1}} is an output file of this command'],
     ['-i {{in_1}}', 'no output file'],
     ['-i {{in_1}} {{out_1}} -c:v libx264', '-c:v at the end of ffmpeg_command apply to no file'],
     ['-i', 'option -i needs a value'],
@@ -202,6 +274,7 @@ describe('parseFfmpegCommand refuses', () => {
     ['-f x11grab -i :0.0 {{out_1}}', '-f x11grab is not allowed for inputs (it is a capture or playback device)'],
     ['-f v4l2 -i dev {{out_1}}', 'capture or playback device'],
     ['-f alsa -i default {{out_1}}', 'capture or playback device'],
+    ['-i {{in_1}} -f pulse default', '-f pulse is not allowed for outputs (it is a capture or playback device)', folder],
     ['-i {{in_1}} -f lavfi {{out_1}}', '-f lavfi is not allowed for outputs (it can only be used for inputs)'],
     ['-i {{in_1}} -f image2pipe {{out_1}}', 'pipes are not available'],
     ['-f hls -i {{in_1}} {{out_1}}', 'it opens the files a playlist names'],
@@ -213,23 +286,44 @@ describe('parseFfmpegCommand refuses', () => {
     ['-i {{in_1}} {{out_9}}', '{{out_9}} is used in ffmpeg_command but not declared in output_files'],
     ['-i {{foo}} {{out_1}}', 'not declared in input_files or output_files'],
     ['-i {{in_1}} {{out_1}}', 'output_files is OUTPUT_FOLDER: write output files as plain relative names', folder],
-    ['-i x{{in_1}}.mp4 {{out_1}}', 'contains a placeholder inside a larger argument'],
-    ['-i {{in_1}} -vf "movie={{in_2}}" {{out_1}}', 'inside a larger argument'],
+    ['-i x{{in_1}}.mp4 {{out_1}}', '-i "x{{in_1}}.mp4": a file is a placeholder alone, such as {{in_1}}, or a relative name, not both'],
+    ['-i {{in_1}} {{out_1}}.mp4', 'output "{{out_1}}.mp4": a file is a placeholder alone, such as {{out_1}}'],
+    ['-i {{in_1}} out_{{out_1}}', 'a file is a placeholder alone', folder],
     ['-i {{in-1}} {{out_1}}', 'is not a valid placeholder'],
+    ['-i {{in_1}} -vf "subtitles={{in-2}}" {{out_1}}', '"{{in-2}}" is not a valid placeholder'],
+    ['-i {{in_1}} -vf "subtitles={{in_2}" {{out_1}}', 'has an unbalanced "{{" or "}}"'],
+    ['-i {{in_1}} -vf "subtitles={{in_9}}" {{out_1}}', '{{in_9}} is used in ffmpeg_command but not declared in input_files'],
+    ['-i {{in_1}} -vf "subtitles={{out_1}}" {{out_1}}', '{{out_1}} is an output file of this command'],
+    ['-i {{in_1}} -vf "subtitles={{out_2}}" {{out_1}}', '{{out_2}} is an output file of this command'],
+    ['-i {{in_1}} -vf "subtitles=subs/{{in_2}}" {{out_1}}', 'option "filename" of filter "subtitles" in -vf must be a placeholder alone'],
+    ['-i {{in_1}} -vf "subtitles=x.srt:fontsdir={{in_2}}" {{out_1}}', 'names a folder, so it cannot be a file placeholder'],
+    ['-i {{in_1}} -vf "{{in_2}}" {{out_1}}', 'a placeholder cannot stand in a filter name'],
+    ['-i {{in_1}} -filter_complex "[{{in_2}}]null" {{out_1}}', 'a placeholder cannot stand in a link label'],
+    [String.raw`-i {{in_1}} -vf "subtitles=\\{{in_2}}" {{out_1}}`, 'a placeholder cannot follow a backslash'],
+    ['-i {{in_1}} -metadata title=\udc00 {{out_1}}', 'not valid Unicode (it has a lone surrogate)'],
+    ['-i {{in_1}} -metadata title=\ud83d {{out_1}}', 'not valid Unicode'],
     ['-i {{in_1}} {{in_1}}', '{{in_1}} is an input file and cannot be used as an output'],
-    ['-i {{out_1}} {{out_2}}', '{{out_1}} is an output file; it can be read with -i only by a later command of a chain'],
+    ['-i {{out_1}} {{out_2}}', '{{out_1}} is an output file of this command; only a later command of a chain can read it'],
     ['-i {{out_1}} {{out_1}}', '{{out_1}} is written by an earlier command of the chain', laterStep],
     ['-i {{in_1}} {{out_1}}', '{{out_1}} is written by an earlier command of the chain', laterStep],
     ['-i {{in_1}} -f segment -segment_list {{out_1}} {{out_1}}', '{{out_1}} is used as more than one output'],
     ['-i {{in_1}} {{out_1}} {{out_1}}', '{{out_1}} is used as more than one output'],
     // filtergraphs
-    ['-i {{in_1}} -vf "movie=x.mp4" {{out_1}}', 'filter "movie" is not allowed in -vf (it reads files)'],
-    ['-i {{in_1}} -vf "subtitles=subs.srt" {{out_1}}', 'filter "subtitles" is not allowed in -vf'],
-    ['-i {{in_1}} -filter:v:0 "amovie=x.wav" {{out_1}}', 'filter "amovie" is not allowed in -filter:v:0'],
+    ['-i {{in_1}} -vf "movie=/etc/passwd" {{out_1}}', 'option "filename" of filter "movie" in -vf "/etc/passwd": absolute paths'],
+    [String.raw`-i {{in_1}} -vf "movie='http\://169.254.169.254/x'" {{out_1}}`, 'protocols (like file:, http:, concat:)'],
+    ['-i {{in_1}} -vf "subtitles=../../etc/passwd" {{out_1}}', '".." is not allowed'],
+    ['-i {{in_1}} -filter:v:0 "amovie=/dev/urandom" {{out_1}}', 'option "filename" of filter "amovie" in -filter:v:0'],
+    ['-i {{in_1}} -vf "drawtext=fontfile=/usr/share/fonts/x.ttf:text=x" {{out_1}}', 'option "fontfile" of filter "drawtext"'],
+    ['-i {{in_1}} -vf "lut3d=/etc/x.cube" {{out_1}}', 'option "file" of filter "lut3d"'],
+    ['-i {{in_1}} -af "ladspa=file=cmt:amp_mono" {{out_1}}', 'filter "ladspa" is not allowed in -af (it loads plugins)'],
+    ['-i {{in_1}} -af "lv2=p=http\\://x" {{out_1}}', 'filter "lv2" is not allowed'],
+    ['-i {{in_1}} -vf "frei0r=filter_name=distort0r" {{out_1}}', 'filter "frei0r" is not allowed'],
+    ['-i {{in_1}} -vf "dnn_processing=dnn_backend=native:model=x.model" {{out_1}}', 'filter "dnn_processing" is not allowed'],
     ['-i {{in_1}} -lavfi "[0:v]sendcmd=f=x.cmd" {{out_1}}', 'filter "sendcmd" is not allowed in -lavfi'],
-    ['-f lavfi -i "movie=/etc/passwd" {{out_1}}', 'filter "movie" is not allowed in -i (lavfi input)'],
+    ['-f lavfi -i "movie=/etc/passwd" {{out_1}}', 'option "filename" of filter "movie" in -i (lavfi input)'],
+    ['-f lavfi -i "movie={{in_1}}:f=lavfi" {{out_1}}', 'format lavfi would run a filtergraph'],
     ['-f lavfi -i {{in_1}} {{out_1}}', 'with -f lavfi, -i takes a filtergraph'],
-    ['-i {{in_1}} -vf "drawtext=text=hi:/etc/passwd" {{out_1}}', 'a value without a key after key=value options'],
+    ['-i {{in_1}} -vf "drawtext=text=hi:/etc/passwd" {{out_1}}', 'option "textfile" of filter "drawtext" in -vf "/etc/passwd"'],
     ['-i {{in_1}} -vf "scale=1:1," {{out_1}}', 'invalid filtergraph in -vf'],
     // text as a whole
     ['', 'ffmpeg_command is empty'],
@@ -370,22 +464,41 @@ describe('accepted commands run with the real ffmpeg', () => {
     await run('ffmpeg', ['-hide_banner', '-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=d=1:s=64x64:r=10',
       '-f', 'lavfi', '-i', 'sine=d=1', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac',
       '-shortest', source], { cwd: dir });
+    await makeMediaFixtures(dir);
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** The argv the parsed command stands for, with placeholders replaced by files in `cwd`. */
-  function argvOf(parsed: ParsedCommand, files: Record<string, string>, cwd: string): string[] {
-    const text = (arg: Arg): string => (typeof arg === 'string' ? arg : join(cwd, files[arg.alias]));
-    return [
-      ...parsed.globals.map(text),
-      ...parsed.inputs.flatMap((input) => [...input.options.map(text), '-i', text(input.target)]),
-      ...parsed.outputs.flatMap((output) => [...output.options.map(text), text(output.target)]),
-    ];
+  /** The service's argv for the parsed command, with placeholders resolved to paths relative to the run's folder. */
+  function argvOf(parsed: ParsedCommand, files: Record<string, string>): string[] {
+    return buildFfmpegArgv(parsed, (alias) => files[alias], { threads: 2 });
   }
 
+  // Inputs as the runner lays them out (.in/<alias>/<name>), with names that need escaping.
   const inputs = { in_1: `../${source}`, in_2: 'list.txt' };
+  const placed = {
+    in_srt: ".in/in_srt/it's [subs], v1.srt",
+    in_font: '.in/in_font/Deja Vu;Sans=1.ttf',
+    in_logo: '.in/in_logo/logo (red).png',
+    in_cube: '.in/in_cube/grade:warm.cube',
+  };
+  const placeFixtures = async (cwd: string): Promise<void> => {
+    const fixtures = { in_srt: 'subs.srt', in_font: 'font.ttf', in_logo: 'logo.png', in_cube: 'grade.cube' };
+    for (const [alias, name] of Object.entries(fixtures)) {
+      const path = join(cwd, placed[alias as keyof typeof placed]);
+      await mkdir(dirname(path), { recursive: true });
+      await copyFile(join(dir, name), path);
+    }
+  };
+  const fromFixtures = (...names: string[]) => async (cwd: string): Promise<void> => {
+    for (const name of names) await copyFile(join(dir, name), join(cwd, name));
+  };
+  const streamTypes = async (cwd: string, file: string): Promise<string[]> => {
+    const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_type:stream_tags=mimetype', '-of', 'csv=p=0', file], { cwd });
+    return stdout.trim().split('\n');
+  };
+  const withPlaced: ParseOptions = { ...single, inputAliases: new Set([...single.inputAliases, ...Object.keys(placed)]) };
   const makeFrames = async (cwd: string): Promise<void> => {
     await run('ffmpeg', ['-nostdin', '-v', 'error', '-i', join(dir, source), '-vf', 'fps=5', '-start_number', '1', 'frames/f_%03d.png'], { cwd });
   };
@@ -399,7 +512,69 @@ describe('accepted commands run with the real ffmpeg', () => {
     expect: string[];
     opts?: ParseOptions;
     setup?: (cwd: string) => Promise<void>;
+    check?: (cwd: string) => Promise<void>;
   }[] = [
+    {
+      // Rendi's example; the subtitle file's name needs escaping at both levels of the graph.
+      command: '-i {{in_1}} -ss 00:00 -to 00:01 -vf subtitles={{in_srt}} -c:v libx264 -preset ultrafast -crf 20 -c:a aac -b:a 192k {{out_1}}',
+      files: { ...inputs, ...placed, out_1: 'subtitled.mp4' },
+      expect: ['subtitled.mp4'],
+      opts: withPlaced,
+      setup: placeFixtures,
+    },
+    {
+      command:
+        "-i {{in_1}} -vf \"subtitles='{{in_srt}}':force_style='Fontsize=24,PrimaryColour=&H0000ff&'\" -c:v libx264 -preset ultrafast -an {{out_1}}",
+      files: { ...inputs, ...placed, out_1: 'styled.mp4' },
+      expect: ['styled.mp4'],
+      opts: withPlaced,
+      setup: placeFixtures,
+    },
+    {
+      // Rendi's fonts from a zip: everything in the working folder, fontsdir=.
+      command:
+        "-i clip.mkv -vf \"subtitles=subs.ass:fontsdir=.:force_style='FontName=DejaVu Sans,Fontsize=20'\" -map 0:v -map 0:a -c:v libx264 -preset ultrafast {{out_1}}",
+      files: { out_1: 'zip.mp4' },
+      expect: ['zip.mp4'],
+      setup: fromFixtures('clip.mkv', 'subs.ass', 'font.ttf'),
+    },
+    {
+      command:
+        "-i {{in_1}} -vf \"drawtext=fontfile={{in_font}}:text='LEVEL\\: 3':fontsize=20:x=2:y=2\" -attach {{in_font}} " +
+        '-metadata:s:t mimetype=font/ttf -c:v libx264 -preset ultrafast -c:a copy {{out_1}}',
+      files: { ...inputs, ...placed, out_1: 'with-font.mkv' },
+      expect: ['with-font.mkv'],
+      opts: withPlaced,
+      setup: placeFixtures,
+      check: async (cwd) => assert.ok((await streamTypes(cwd, 'with-font.mkv')).includes('attachment,font/ttf')),
+    },
+    {
+      command: `-i {{in_1}} -filter_complex "[0:v]drawtext=text='LEVEL\\: 3':fontsize=42[v]" -map "[v]" -frames:v 1 {{out_1}}`,
+      files: { ...inputs, out_1: 'level.png' },
+      expect: ['level.png'],
+    },
+    {
+      command: '-i {{in_1}} -vf "movie={{in_logo}}[wm];[in]lut3d={{in_cube}}[g];[g][wm]overlay=W-w-4:4[out]" -frames:v 1 {{out_1}}',
+      files: { ...inputs, ...placed, out_1: 'logo.png' },
+      expect: ['logo.png'],
+      opts: withPlaced,
+      setup: placeFixtures,
+    },
+    {
+      command: '-dump_attachment:t:0 dumped.ttf -i {{in_1}} -f null -',
+      files: { in_1: 'with-font.mkv' },
+      expect: ['dumped.ttf'],
+      setup: async (cwd) => {
+        await run('ffmpeg', ['-nostdin', '-v', 'error', '-i', join(dir, 'clip.mkv'), '-attach', join(dir, 'font.ttf'),
+          '-metadata:s:t', 'mimetype=font/ttf', '-c', 'copy', 'with-font.mkv'], { cwd });
+      },
+    },
+    {
+      command: '-f concat -i list.txt -c copy {{out_1}}',
+      files: { out_1: 'joined.mkv' },
+      expect: ['joined.mkv'],
+      setup: fromFixtures('clip.mkv', 'list.txt'),
+    },
     {
       command: '-i {{in_1}} -c:v libx264 -preset ultrafast -crf 30 -pix_fmt yuv420p -c:a aac -b:a 64k -movflags +faststart {{out_1}}',
       files: { ...inputs, out_1: 'out.mp4' },
@@ -473,7 +648,7 @@ describe('accepted commands run with the real ffmpeg', () => {
     },
   ];
 
-  for (const { command, files, expect, opts, setup } of cases) {
+  for (const { command, files, expect, opts, setup, check } of cases) {
     test(command.slice(0, 100), async () => {
       // Each command runs in its own folder; folder-mode names are relative to it.
       const cwd = await mkdtemp(join(dir, 'run-'));
@@ -481,7 +656,7 @@ describe('accepted commands run with the real ffmpeg', () => {
       await mkdir(join(cwd, 'frames'));
       await setup?.(cwd);
       const parsed = parseFfmpegCommand(command, opts ?? single);
-      const argv = ['-hide_banner', '-nostdin', '-v', 'error', '-y', ...argvOf(parsed, files, cwd)];
+      const argv = ['-v', 'error', ...argvOf(parsed, files)];
       await run('ffmpeg', argv, { cwd }).catch((error: { stderr: string }) => assert.fail(`${argv.join(' ')}\n${error.stderr}`));
       for (const name of expect) {
         const info = await stat(join(cwd, name)).catch(async () =>
@@ -489,6 +664,7 @@ describe('accepted commands run with the real ffmpeg', () => {
         );
         assert.ok(info.size > 0, `${name} is empty`);
       }
+      await check?.(cwd);
     });
   }
 });

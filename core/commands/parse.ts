@@ -1,8 +1,10 @@
 // Turns a user's ffmpeg command line into a checked ParsedCommand, or throws CommandRejected saying
 // what was refused. The command is hostile: every token is either an allowlisted option with a
-// checked value, or a file argument that is a placeholder or a plain relative name.
-import { tokenizeArgs } from 'args-tokenizer';
-import { checkFiltergraph } from './filtergraph.ts';
+// checked value, or a file argument that is a placeholder or a plain relative name. Placeholders may
+// also stand inside text values and filter option values; every one of those is a file the command
+// reads.
+import { splitCommandLine } from './command-line.ts';
+import { checkFiltergraph } from './filter-check.ts';
 import {
   BITSTREAM_FILTERS,
   ENCODER_PARAM_KEYS,
@@ -14,8 +16,17 @@ import {
 } from './option-table.ts';
 import type { OptionSpec } from './option-table.ts';
 import { CommandRejected } from './parsed-command.ts';
-import type { Arg, ParsedCommand, ParsedInput, ParsedOutput } from './parsed-command.ts';
-import { placeholderAlias, unescapePlaceholders } from './placeholders.ts';
+import type { Arg, ParsedCommand, ParsedInput, ParsedOutput, Quoting, TemplatePart } from './parsed-command.ts';
+import {
+  clip,
+  hasLoneSurrogate,
+  markPlaceholders,
+  splitPlaceholders,
+  unescapePlaceholders,
+  wholePlaceholder,
+} from './placeholders.ts';
+import type { ArgPiece } from './placeholders.ts';
+import { checkRelativeFile } from './relative-file.ts';
 
 export interface ParseOptions {
   /** Keys of input_files (start with in_). */
@@ -45,13 +56,8 @@ function tokenize(text: string): string[] {
     throw new CommandRejected(`ffmpeg_command is longer than ${COMMAND_LIMITS.maxChars} characters`);
   }
   if (text.includes('\0')) throw new CommandRejected('ffmpeg_command contains a NUL character');
-  let tokens: string[];
-  try {
-    tokens = tokenizeArgs(unescapePlaceholders(text));
-  } catch {
-    // args-tokenizer throws only for a quote that is never closed.
-    throw new CommandRejected('ffmpeg_command has an unterminated quote: a \' or " is opened but never closed');
-  }
+  if (hasLoneSurrogate(text)) throw new CommandRejected('ffmpeg_command is not valid Unicode (it has a lone surrogate)');
+  let tokens = splitCommandLine(unescapePlaceholders(text));
   if (tokens[0] === 'ffmpeg') tokens = tokens.slice(1);
   if (tokens.length === 0) throw new CommandRejected('ffmpeg_command is empty');
   if (tokens.length > COMMAND_LIMITS.maxTokens) {
@@ -144,14 +150,23 @@ class CommandSorter {
   }
 
   private checkValue(spec: OptionSpec, token: string, value: string): Arg {
-    const alias = placeholderAlias(value);
-    if (spec.value === 'outputFile') {
-      if (alias !== undefined) return this.useOutputAlias(alias);
-      return checkRelativeFile(value, token, { role: 'output' });
+    const pieces = splitPlaceholders(value);
+    const alias = wholePlaceholder(pieces);
+    switch (spec.value) {
+      case 'outputFile':
+        if (alias !== undefined) return this.useOutputAlias(alias);
+        return checkRelativeFile(wholeOrNone(pieces, token, 'output'), token, { role: 'output' });
+      case 'inputFile':
+        if (alias !== undefined) return this.useInputAlias(alias);
+        return this.relativeInput(checkRelativeFile(wholeOrNone(pieces, token, 'input'), token, { role: 'input' }));
+      case 'text':
+        return this.textArg(pieces);
+      case 'filtergraph':
+        return this.graphArg(pieces, token);
     }
-    if (alias !== undefined) {
+    if (pieces.some((piece) => typeof piece !== 'string')) {
       throw new CommandRejected(
-        `{{${alias}}} cannot be the value of ${token}; placeholders are files, used after -i or as an output`,
+        `${token} does not take a placeholder; placeholders stand for files: after -i, as outputs, in filter options and text values`,
       );
     }
     switch (spec.value) {
@@ -160,9 +175,6 @@ class CommandSorter {
         return value;
       case 'format':
         if (!/^[A-Za-z0-9_]+$/.test(value)) throw new CommandRejected(`${token} "${clip(value)}" is not a format name`);
-        return value;
-      case 'filtergraph':
-        checkFiltergraph(value, token);
         return value;
       case 'relativeFile':
         return checkRelativeFile(value, token, { role: 'option' });
@@ -222,21 +234,20 @@ class CommandSorter {
     if (this.inputs.length >= COMMAND_LIMITS.maxInputs) {
       throw new CommandRejected(`ffmpeg_command has more than ${COMMAND_LIMITS.maxInputs} inputs (-i)`);
     }
-    const alias = placeholderAlias(value);
+    const pieces = splitPlaceholders(value);
+    const alias = wholePlaceholder(pieces);
     const { options, format, patternType } = this.takePending('input', `input -i ${clip(value)}`);
     let target: Arg;
     if (format === 'lavfi') {
       if (alias !== undefined) {
         throw new CommandRejected(`with -f lavfi, -i takes a filtergraph such as "testsrc=d=5", not the file {{${alias}}}`);
       }
-      checkFiltergraph(value, '-i (lavfi input)');
-      target = value;
+      target = this.graphArg(pieces, '-i (lavfi input)');
     } else if (alias !== undefined) {
       target = this.useInputAlias(alias);
     } else {
-      target = checkRelativeFile(value, '-i', { role: 'input', glob: patternType === 'glob' });
-      if (this.relativeOutputs.has(value)) throw new CommandRejected(`"${value}" is both read and written`);
-      this.relativeInputs.add(value);
+      const name = checkRelativeFile(wholeOrNone(pieces, '-i', 'input'), '-i', { role: 'input', glob: patternType === 'glob' });
+      target = this.relativeInput(name);
     }
     this.inputs.push({ options, target });
   }
@@ -245,7 +256,8 @@ class CommandSorter {
     if (this.outputs.length >= COMMAND_LIMITS.maxOutputs) {
       throw new CommandRejected(`ffmpeg_command has more than ${COMMAND_LIMITS.maxOutputs} output files`);
     }
-    const alias = placeholderAlias(token);
+    const pieces = splitPlaceholders(token);
+    const alias = wholePlaceholder(pieces);
     const { options, format } = this.takePending('output', `output ${clip(token)}`);
     let target: Arg;
     if (alias !== undefined) {
@@ -253,11 +265,12 @@ class CommandSorter {
     } else if (format === 'null' && (token === '-' || token === '/dev/null')) {
       target = token; // the null muxer never opens its target
     } else if (this.opts.outputFolder) {
-      target = checkRelativeFile(token, 'output', { role: 'output' });
+      target = checkRelativeFile(wholeOrNone(pieces, 'output', 'output'), 'output', { role: 'output' });
       if (this.relativeOutputs.has(token)) throw new CommandRejected(`output "${token}" is written twice`);
       if (this.relativeInputs.has(token)) throw new CommandRejected(`"${token}" is both read and written`);
       this.relativeOutputs.add(token);
     } else {
+      wholeOrNone(pieces, 'output', 'output'); // a placeholder inside a name gets the clearer message
       if (token === '-' || token.startsWith('pipe:')) throw new CommandRejected('output to a pipe is not available');
       throw new CommandRejected(
         `output "${clip(token)}" must be a placeholder declared in output_files, e.g. {{out_1}}`,
@@ -266,12 +279,47 @@ class CommandSorter {
     this.outputs.push({ options, target });
   }
 
+  /** A relative name the command reads (-i, -attach), already checked: it must not be one of its outputs. */
+  private relativeInput(name: string): string {
+    if (this.relativeOutputs.has(name)) throw new CommandRejected(`"${name}" is both read and written`);
+    this.relativeInputs.add(name);
+    return name;
+  }
+
+  /** A text value (metadata, ...): placeholders in it are replaced by paths as they are, and read. */
+  private textArg(pieces: ArgPiece[]): Arg {
+    const alias = wholePlaceholder(pieces);
+    if (alias !== undefined) return this.useInputAlias(alias);
+    if (pieces.every((piece) => typeof piece === 'string')) return pieces.join('');
+    return { template: pieces.map((piece) => (typeof piece === 'string' ? piece : this.placeholderPart(piece.alias, []))) };
+  }
+
+  /** A filtergraph: parsed with its placeholders as marks, so each one's quoting is known. */
+  private graphArg(pieces: ArgPiece[], where: string): Arg {
+    const graph = checkFiltergraph(markPlaceholders(pieces), where);
+    if (pieces.every((piece) => typeof piece === 'string')) return pieces.join('');
+    let index = 0;
+    const template = pieces.map((piece): TemplatePart => {
+      if (typeof piece === 'string') return piece;
+      const levels = graph.placeholderLevels[index++];
+      // Only filter option values can hold a mark; the parser refuses them anywhere else.
+      if (levels?.length !== 2) throw new Error(`placeholder ${index} of ${where} was read at ${levels?.length ?? 0} levels`);
+      return this.placeholderPart(piece.alias, levels);
+    });
+    return { template };
+  }
+
+  private placeholderPart(alias: string, levels: Quoting[]): TemplatePart {
+    this.useInputAlias(alias);
+    return { alias, levels };
+  }
+
   private useInputAlias(alias: string): Arg {
     const { inputAliases, outputAliases, earlierOutputAliases } = this.opts;
     if (!inputAliases.has(alias) && !earlierOutputAliases?.has(alias)) {
       if (outputAliases.has(alias)) {
         throw new CommandRejected(
-          `{{${alias}}} is an output file; it can be read with -i only by a later command of a chain`,
+          `{{${alias}}} is an output file of this command; only a later command of a chain can read it`,
         );
       }
       throw new CommandRejected(undeclaredMessage(alias));
@@ -302,6 +350,18 @@ class CommandSorter {
   }
 }
 
+/** The argument when it holds no placeholder; a file position takes a placeholder only as a whole. */
+function wholeOrNone(pieces: ArgPiece[], where: string, role: FileRole): string {
+  if (pieces.some((piece) => typeof piece !== 'string')) {
+    const example = role === 'input' ? '{{in_1}}' : '{{out_1}}';
+    throw new CommandRejected(
+      `${where} "${clip(pieces.map((p) => (typeof p === 'string' ? p : `{{${p.alias}}}`)).join(''))}": ` +
+        `a file is a placeholder alone, such as ${example}, or a relative name, not both`,
+    );
+  }
+  return pieces.join('');
+}
+
 function undeclaredMessage(alias: string): string {
   const where = alias.startsWith('in_')
     ? 'input_files'
@@ -309,45 +369,6 @@ function undeclaredMessage(alias: string): string {
       ? 'output_files'
       : 'input_files or output_files (aliases start with in_ or out_)';
   return `{{${alias}}} is used in ffmpeg_command but not declared in ${where}`;
-}
-
-interface RelativeFileRules {
-  /** What names the file, for the hint in messages: -i, an output position, or an option value. */
-  role: FileRole | 'option';
-  /** Allow the * and ? wildcards of -pattern_type glob. */
-  glob?: boolean;
-  /** A name without folders. */
-  plainName?: boolean;
-}
-
-/** Checks a file name that is not a placeholder: it must stay inside the working folder. */
-function checkRelativeFile(name: string, where: string, rules: RelativeFileRules): string {
-  const hint = {
-    input: 'use an {{in_...}} placeholder or a relative name inside the working folder',
-    output: 'use an {{out_...}} placeholder or a relative name inside the working folder',
-    option: 'use a relative name inside the working folder',
-  }[rules.role];
-  const refuse = (why: string): never => {
-    throw new CommandRejected(`${where} "${clip(name)}": ${why}; ${hint}`);
-  };
-  if (name === '') refuse('the file name is empty');
-  if (name === '-' || name.startsWith('pipe:')) refuse('pipes are not available');
-  if (/[\x00-\x1f\x7f]/.test(name)) refuse('control characters are not allowed');
-  if (name.startsWith('/')) refuse('absolute paths are not allowed');
-  if (name.includes(':')) refuse('protocols (like file:, http:, concat:) and ":" are not allowed');
-  if (name.includes('\\')) refuse('backslashes are not allowed');
-  if (name.includes('~')) refuse('"~" is not allowed');
-  if (name.startsWith('-')) refuse('a file name cannot start with "-"');
-  if (name.length > 1024) refuse('the name is too long');
-  const parts = name.split('/');
-  if (parts.includes('..')) refuse('".." is not allowed');
-  if (parts.includes('')) refuse('empty folder names ("//" or a trailing "/") are not allowed');
-  if (rules.plainName && parts.length > 1) refuse('it must be a plain file name without folders');
-  const allowed = rules.glob ? /^[A-Za-z0-9_\-./%*?]+$/ : /^[A-Za-z0-9_\-./%]+$/;
-  if (!allowed.test(name)) {
-    refuse(`only letters, digits and "_-./%"${rules.glob ? ' (and the wildcards * ?)' : ''} are allowed`);
-  }
-  return name;
 }
 
 function checkEncoderParams(optionName: string, token: string, value: string): void {
@@ -374,8 +395,4 @@ function checkBitstreamFilters(token: string, value: string): void {
       throw new CommandRejected(`${token}: bitstream filter "${clip(name)}" is unknown or not allowed`);
     }
   }
-}
-
-function clip(text: string): string {
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

@@ -1,11 +1,12 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseFfmpegCommand } from '../commands/parse.ts';
 import type { ParsedCommand } from '../commands/parsed-command.ts';
 import { buildFfmpegArgv, DEFAULT_MAX_PIXELS } from './ffmpeg-args.ts';
 
@@ -68,6 +69,27 @@ describe('buildFfmpegArgv', () => {
     ]);
   });
 
+  test('escapes a placeholder inside an argument for where it stands', () => {
+    const argv = buildFfmpegArgv(
+      command({
+        inputs: [{ options: [], target: { alias: 'in_1' } }],
+        outputs: [{
+          options: [
+            '-vf',
+            { template: ['subtitles=', { alias: 'in_srt', levels: ['bare', 'bare'] }, ":force_style='Fontsize=24'"] },
+            '-metadata',
+            { template: ['comment=', { alias: 'in_srt', levels: [] }] },
+          ],
+          target: 'o.mp4',
+        }],
+      }),
+      (alias) => `.in/${alias}/a, b's.srt`,
+      { threads: 1 },
+    );
+    assert.ok(argv.includes(String.raw`subtitles=\\.in/in_srt/a\\\,\\\ b\\\'s.srt:force_style='Fontsize=24'`), argv.join(' '));
+    assert.ok(argv.includes(`comment=.in/in_srt/a, b's.srt`));
+  });
+
   test("drops the user's -n and -y: the service's -y would contradict -n", () => {
     const argv = buildFfmpegArgv(command({ globals: ['-n', '-loglevel', 'info', '-y'], outputs: [{ options: [], target: 'o.mp4' }] }), resolveAlias, { threads: 1 });
     assert.equal(argv.filter((a) => a === '-n').length, 0);
@@ -127,6 +149,25 @@ describe('the built argv with the real ffmpeg', () => {
     const run = await ffmpeg(dir, argv);
     assert.equal(run.code, 0, run.stderr);
     assert.ok((await stat(join(dir, 'out.mp4'))).size > 0);
+  });
+
+  test('paths with quotes, backslashes, colons, commas and brackets reach the filters exactly', async () => {
+    const names = { in_srt: String.raw`.in/in_srt/it's: [a], b; c=\d.srt`, in_txt: String.raw`.in/in_txt/'quoted' \ text.txt` };
+    await mkdir(join(dir, '.in/in_srt'), { recursive: true });
+    await mkdir(join(dir, '.in/in_txt'), { recursive: true });
+    await writeFile(join(dir, names.in_srt), '1\n00:00:00,000 --> 00:00:00,500\nHi\n');
+    await writeFile(join(dir, names.in_txt), 'hello');
+    const parsed = parseFfmpegCommand(
+      '-i {{in_1}} -vf "subtitles={{in_srt}},drawtext=textfile=\'{{in_txt}}\':x=1" -attach {{in_txt}} ' +
+        '-metadata:s:t mimetype=text/plain -c:v libx264 -an {{out_1}}',
+      { inputAliases: new Set(['in_1', 'in_srt', 'in_txt']), outputAliases: new Set(['out_1']) },
+    );
+    const files: Record<string, string> = { ...names, in_1: 'in.mp4', out_1: 'escaped.mkv' };
+    const run = await ffmpeg(dir, ['-v', 'repeat+debug', ...buildFfmpegArgv(parsed, (alias) => files[alias], { threads: 1 })]);
+    assert.equal(run.code, 0, run.stderr.slice(-3000));
+    assert.ok(run.stderr.includes(`Setting 'filename' to value '${names.in_srt}'`), 'subtitles read the path exactly');
+    assert.ok(run.stderr.includes(`Setting 'textfile' to value '${names.in_txt}'`), 'drawtext read the path exactly');
+    assert.ok((await stat(join(dir, 'escaped.mkv'))).size > 0);
   });
 
   test('-max_pixels stops a decoder from allocating a larger picture', async () => {

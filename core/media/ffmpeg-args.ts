@@ -8,8 +8,13 @@
 // the same file (or globally), the last one wins, so the service's limits hold even if a user option
 // slipped past the parser's allowlist. Each option below was checked with Debian's ffmpeg 5.1 in
 // its position.
+//
+// Placeholders become the files' relative paths in the working folder. One inside an argument (a
+// filter option, a metadata value) is escaped for every level of ffmpeg's quoting it passes
+// through (core/commands/render-arg.ts), so any path reads back exactly.
 
 import type { Arg, ParsedCommand } from '../commands/parsed-command.ts';
+import { renderArg } from '../commands/render-arg.ts';
 
 /** 8192 x 8192 = 64 megapixels: above 8K UHD (7680 x 4320), far below what exhausts memory. */
 export const DEFAULT_MAX_PIXELS = 8192 * 8192;
@@ -45,7 +50,7 @@ export const SERVICE_OPTIONS = {
 export function buildFfmpegArgv(cmd: ParsedCommand, resolve: (alias: string) => string, opts: FfmpegArgsOptions): string[] {
   const threads = positiveInteger(opts.threads, 'threads');
   const maxPixels = positiveInteger(opts.maxPixels ?? DEFAULT_MAX_PIXELS, 'maxPixels');
-  const text = (arg: Arg): string => (typeof arg === 'string' ? arg : resolve(arg.alias));
+  const text = (arg: Arg): string => renderArg(arg, resolve);
 
   // The user's -n would contradict the service's -y (ffmpeg refuses both); in a fresh folder neither matters.
   const argv: string[] = cmd.globals.map(text).filter((a) => a !== '-n' && a !== '-y');
