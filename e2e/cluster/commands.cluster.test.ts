@@ -59,6 +59,11 @@ describe('cluster mode', () => {
     assert.equal(container.resources!.requests!.cpu, '2');
     assert.equal(container.resources!.limits!.cpu, '2');
     assert.equal(container.resources!.limits!['ephemeral-storage'], '100Gi');
+    // ffmpeg's memory rlimit (4 GiB by default) plus room for the runner.
+    assert.equal(container.resources!.limits!.memory, '4608Mi');
+    const env = new Map(container.env!.map((e) => [e.name, e.value]));
+    assert.equal(env.get('FFOP_MAX_MEMORY_BYTES'), String(4 * 1024 ** 3));
+    assert.equal(env.get('FFOP_RUNNER_CONFINEMENT'), 'bwrap-or-pod');
     assert.equal(job.spec!.template.spec!.volumes![0].emptyDir!.sizeLimit, '100Gi');
     assert.equal(job.spec!.backoffLimit, 0);
     assert.equal(job.spec!.activeDeadlineSeconds, 60 + 120 + 60);
