@@ -52,14 +52,7 @@ async function privateDir(path: string): Promise<void> {
 }
 
 async function privateFileIfPresent(path: string): Promise<void> {
-  let info;
-  try {
-    info = await lstat(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  if (info.isFile() && (info.mode & 0o777) !== PRIVATE_FILE_MODE) await setMode(path, PRIVATE_FILE_MODE);
+  await modeIfDifferent(path, PRIVATE_FILE_MODE);
 }
 
 /**
@@ -89,6 +82,7 @@ async function privateTree(root: string): Promise<void> {
   }
 }
 
+/** Sets `mode` on a folder (0700) or a regular file (0600) at `path`; links and other kinds are left alone. */
 async function modeIfDifferent(path: string, mode: number): Promise<void> {
   let info;
   try {
@@ -97,7 +91,8 @@ async function modeIfDifferent(path: string, mode: number): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  if (!info.isSymbolicLink() && (info.mode & 0o777) !== mode) await setMode(path, mode);
+  const fits = mode === PRIVATE_DIR_MODE ? info.isDirectory() : info.isFile();
+  if (fits && (info.mode & 0o777) !== mode) await setMode(path, mode);
 }
 
 async function setMode(path: string, mode: number): Promise<void> {
