@@ -36,7 +36,8 @@ export interface MediaServer {
 
 /**
  * Serves the files that `populate` writes into a fresh folder, on 127.0.0.1; `/slow/<name>` trickles
- * them over ~3 s; missing files answer 404. close() stops the server and removes the folder.
+ * them over ~3 s; `?redirect_to=<url>` on any path answers 302 to that URL; missing files answer 404.
+ * close() stops the server and removes the folder.
  */
 export async function startMediaServer(populate: (dir: string) => Promise<unknown>): Promise<MediaServer> {
   const dir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
@@ -44,6 +45,8 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
   const requests: string[] = [];
   const server: Server = createServer(async (req, res) => {
     requests.push(req.url ?? '');
+    const redirectTo = new URL(req.url ?? '/', 'http://x').searchParams.get('redirect_to');
+    if (redirectTo) return void res.writeHead(302, { location: redirectTo }).end();
     let path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const slow = path.startsWith('/slow/');
     if (slow) path = path.slice('/slow'.length);
