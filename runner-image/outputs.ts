@@ -1,7 +1,7 @@
 // UPLOADING: every declared output is checked, probed and PUT to its presigned URL. Playlists and
 // OUTPUT_FOLDER travel as one zip each (their file names are only known once ffmpeg has run).
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { ErrorStatus } from '../core/commands/error-status.ts';
@@ -94,7 +94,8 @@ function checkFileCount(output: StepOutput, count: number, maxFiles: number): vo
 }
 
 async function nonEmptySize(path: string, output: StepOutput): Promise<number> {
-  const size = await stat(path).then((s) => (s.isFile() ? s.size : 0), () => 0);
+  // lstat: a link is not an output (the seccomp filter keeps ffmpeg from making one anyway).
+  const size = await lstat(path).then((s) => (s.isFile() ? s.size : 0), () => 0);
   if (size === 0) {
     throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, `ffmpeg finished but did not write ${output.alias} (${output.fileName}); check that the command writes to {{${output.alias}}}`);
   }

@@ -3,7 +3,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -67,7 +67,7 @@ describe('bubblewrap confinement', () => {
   });
 
   test('it sees its own folder and read-only system paths, nothing else', async () => {
-    const out = await sh(`cat mine.txt; ls /; cat ${canaryDir}/public.txt ${canaryDir}/private.txt; echo x > /usr/evil; echo made > out.txt`);
+    const out = await sh(`cat mine.txt; ls /; cat ${canaryDir}/public.txt ${canaryDir}/private.txt; echo x > /usr/evil; echo made > out.txt; ln -s /etc/shadow link.txt; ln mine.txt hard.txt`);
     assert.match(out.stdout, /my own input/);
     const top = out.stdout.split('\n').slice(1).filter((l) => /^[a-z0-9]+$/.test(l));
     assert.deepEqual(top.filter((name) => !['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'tmp', 'usr', 'var', 'work'].includes(name)), []);
@@ -75,6 +75,9 @@ describe('bubblewrap confinement', () => {
     assert.match(out.stderr, /No such file or directory/);
     assert.match(out.stderr, /Read-only file system|Permission denied/);
     assert.equal((await stat(join(folder, 'out.txt'))).size, 5);
+    // No links: the service reads the folder afterwards, outside the sandbox.
+    await assert.rejects(lstat(join(folder, 'link.txt')), /ENOENT/);
+    await assert.rejects(lstat(join(folder, 'hard.txt')), /ENOENT/);
   });
 
   test('its /proc shows its own processes only: no other process, its cwd or environment', async () => {

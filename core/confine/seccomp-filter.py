@@ -33,6 +33,9 @@ DENIED = [
     "io_uring_setup", "io_uring_enter", "io_uring_register",
     # NUMA page moves of other processes
     "migrate_pages", "move_pages", "mbind",
+    # links: ffmpeg never makes them, and a link left in the folder could send the service, which
+    # reads the outputs afterwards outside the sandbox, to a file elsewhere
+    "symlink", "symlinkat", "link", "linkat",
 ]
 
 # clone flags that create namespaces: NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
