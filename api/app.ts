@@ -35,6 +35,8 @@ export interface AppDeps {
   maxBodyBytes?: number;
   /** Failed API key attempts allowed per client address in a window, then 429. */
   authFailures?: { maxFailures: number; windowSeconds: number };
+  /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
+  trustedProxies?: readonly string[];
 }
 
 function routePattern(path: string): RegExp {
@@ -81,7 +83,7 @@ export function createApp(d: AppDeps): Hono {
     }),
   );
   // Counted per client address before any key is looked up: guessing keys is throttled, not just failed.
-  api.use('/v1/*', authFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), clock: () => clock().getTime() }));
+  api.use('/v1/*', authFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), trustedProxies: d.trustedProxies, clock: () => clock().getTime() }));
   api.use('/v1/*', requireApiKey(d.accounts));
   api.use('/v1/*', rateLimit(() => clock().getTime()));
   const quotas = new Quotas(d.files, clock);

@@ -4,18 +4,18 @@ import { Hono } from 'hono';
 import { authFailureLimit, clientKey } from './auth-failure-limit.ts';
 
 /** The limit in front of a key check that counts its lookups; `env` carries the socket like @hono/node-server's. */
-function appWith(clock: () => number, maxTracked?: number) {
+function appWith(clock: () => number, maxTracked?: number, trustedProxies?: string[]) {
   let lookups = 0;
   const app = new Hono();
-  app.use('/v1/*', authFailureLimit({ maxFailures: 3, windowSeconds: 60, clock, maxTracked }));
+  app.use('/v1/*', authFailureLimit({ maxFailures: 3, windowSeconds: 60, clock, maxTracked, trustedProxies }));
   app.use('/v1/*', async (c, next) => {
     lookups += 1;
     if (c.req.header('x-api-key') !== 'good') return c.json({ detail: 'Invalid authorization key' }, 401);
     await next();
   });
   app.get('/v1/x', (c) => c.json({ ok: true }));
-  const from = (address: string, key: string) =>
-    app.request('/v1/x', { headers: { 'x-api-key': key } }, { incoming: { socket: { remoteAddress: address } } });
+  const from = (address: string, key: string, forwardedFor?: string) =>
+    app.request('/v1/x', { headers: { 'x-api-key': key, ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) } }, { incoming: { socket: { remoteAddress: address } } });
   return { from, lookups: () => lookups };
 }
 
@@ -72,4 +72,18 @@ test('client keys', () => {
   assert.equal(clientKey('::1'), '0:0:0:0::/64');
   assert.equal(clientKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');
   assert.equal(clientKey(undefined), 'unknown');
+});
+
+test('behind a trusted proxy each client counts on its own; a forged X-Forwarded-For does not help', async () => {
+  const proxy = '10.0.0.5';
+  const { from } = appWith(() => 0, undefined, [proxy]);
+  // The attacker prepends a fake address each time; the proxy appends the real one.
+  for (let i = 0; i < 3; i++) assert.equal((await from(proxy, 'bad', `192.0.2.${i}, 203.0.113.7`)).status, 401);
+  assert.equal((await from(proxy, 'good', '192.0.2.99, 203.0.113.7')).status, 429);
+  // Another client behind the same proxy is not blocked.
+  assert.equal((await from(proxy, 'good', '198.51.100.20')).status, 200);
+  // From an untrusted peer the header is ignored: the peer itself is the client.
+  const direct = appWith(() => 0, undefined, [proxy]);
+  for (let i = 0; i < 3; i++) await direct.from('203.0.113.50', 'bad', `192.0.2.${i}`);
+  assert.equal((await direct.from('203.0.113.50', 'good', '198.51.100.21')).status, 429);
 });

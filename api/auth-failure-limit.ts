@@ -1,8 +1,9 @@
 // Throttles API key guessing per client address: after `maxFailures` answers of 401 to one address
 // within a window, that address gets 429 with Retry-After until the window ends, before its key is
 // even looked up (so a flood of bad keys costs no database work). In memory, per API process.
-// The address is the socket's peer: X-Forwarded-For is not trusted (anyone can send it), so behind a
-// reverse proxy every client shares the proxy's address and its limit.
+// The address is the socket's peer. X-Forwarded-For counts only when that peer is one of the
+// configured trusted proxies (FFOP_TRUSTED_PROXIES): then the client is the last address in it that is
+// not itself a trusted proxy (anyone can send the header, so only what our proxies appended counts).
 import { isIP } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';
 
@@ -14,6 +15,8 @@ export interface AuthFailureLimitOptions {
   clock?: () => number;
   /** Addresses remembered at most (memory bound under a flood from many addresses). */
   maxTracked?: number;
+  /** Reverse proxies whose X-Forwarded-For is believed (exact addresses). */
+  trustedProxies?: readonly string[];
 }
 
 export const DEFAULT_AUTH_FAILURE_LIMIT = { maxFailures: 30, windowSeconds: 60 };
@@ -27,6 +30,7 @@ export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandl
   const clock = opts.clock ?? Date.now;
   const maxTracked = opts.maxTracked ?? 100_000;
   const windows = new Map<string, Window>();
+  const trusted = new Set((opts.trustedProxies ?? []).map((a) => clientKey(a)));
 
   const remember = (client: string, now: number) => {
     let window = windows.get(client);
@@ -42,7 +46,7 @@ export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandl
   };
 
   return async (c, next) => {
-    const client = clientKey(peerAddress(c));
+    const client = clientKey(clientAddress(c, trusted));
     const now = clock();
     const window = windows.get(client);
     if (window !== undefined && window.endsAt > now && window.failures >= opts.maxFailures) {
@@ -60,6 +64,15 @@ export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandl
 
 function forgetExpired(windows: Map<string, Window>, now: number): void {
   for (const [client, window] of windows) if (window.endsAt <= now) windows.delete(client);
+}
+
+/** The client behind our trusted proxies, or the TCP peer itself. */
+function clientAddress(c: Context, trusted: ReadonlySet<string>): string | undefined {
+  const peer = peerAddress(c);
+  if (peer === undefined || !trusted.has(clientKey(peer))) return peer;
+  const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter((h) => isIP(h) !== 0);
+  for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(clientKey(hops[i]))) return hops[i];
+  return peer;
 }
 
 /** The TCP peer, from @hono/node-server's bindings; undefined when the app runs without a socket. */

@@ -27,6 +27,8 @@ export interface ClusterApiOptions {
   tokenSecret: string;
   host: string;
   port: number;
+  /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
+  trustedProxies?: string[];
   uploadTtlSeconds: number;
 }
 
@@ -44,6 +46,7 @@ export async function startClusterApi(o: ClusterApiOptions): Promise<{ url: stri
     })().catch((err) => o.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not create the FfmpegCommand; the operator will'));
   };
   const app = createApp({
+    trustedProxies: o.trustedProxies,
     accounts,
     commands,
     files: new FilesRepo(o.database.db),

@@ -24,6 +24,7 @@ const api = await startClusterApi({
   logger,
   tokenSecret: cluster.jobTokenSecret,
   host: config.host,
+  trustedProxies: config.trustedProxies,
   port: config.port,
   uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
 });

@@ -120,6 +120,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
       storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
+      trustedProxies: config.trustedProxies,
       ready: async () => {
         await database.db.execute(sql`select 1`);
         return true;

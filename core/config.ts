@@ -16,6 +16,8 @@ export interface Config {
   workDir: string;
   signingKey: string | null;
   allowAddresses: string[];
+  /** Reverse proxies (exact addresses) whose X-Forwarded-For names the client, for the failed-key limit. */
+  trustedProxies: string[];
   downloadMaxBytes: number;
   downloadTimeoutSeconds: number;
   uploadAllowanceSeconds: number;
@@ -96,6 +98,7 @@ export function loadConfig(env: Env = process.env): Config {
     workDir: env.FFOP_WORK_DIR ?? join(dataDir, 'work'),
     signingKey: env.FFOP_SIGNING_KEY ?? null,
     allowAddresses: (env.FFOP_ALLOW_ADDRESSES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    trustedProxies: (env.FFOP_TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     downloadMaxBytes: num(env, 'FFOP_DOWNLOAD_MAX_BYTES', 4 * 1024 ** 3),
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
