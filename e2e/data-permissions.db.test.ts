@@ -46,7 +46,8 @@ test('attack surface: database, stored files and keys are private after every st
     const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, { parts: [{ part_number: 1, etag: put.headers.get('etag') }] });
     assert.equal(done.status, 200, JSON.stringify(done.body));
 
-    const dataFolders = [join(svc.dataDir, 'db'), storageDir];
+    // The database folder exists when the database is PGlite (the suite also runs on PostgreSQL).
+    const dataFolders = svc.service.database.driver === 'pglite' ? [join(svc.dataDir, 'db'), storageDir] : [storageDir];
     for (const folder of dataFolders) assert.deepEqual(await notPrivate(folder), [], `${folder} after the first start`);
     for (const path of [svc.dataDir, workDir]) assert.equal((await stat(path)).mode & 0o777, 0o700, path);
     for (const name of ['signing-key', 'initial-api-key']) assert.equal((await stat(join(svc.dataDir, name))).mode & 0o777, 0o600, name);
