@@ -26,6 +26,7 @@ export async function confinementFromEnv(env: Env, cacheDir: string, log: (line:
       cacheDir,
       seccompProgram: env.FFOP_SECCOMP_PROGRAM || undefined,
       trusted: env.FFOP_CONFINEMENT_CHECKED === '1',
+      mountProc: env.FFOP_SANDBOX_PROC !== '0',
       ffmpegPath: env.FFMPEG_PATH,
       bwrapPath: env.FFOP_BWRAP_PATH || undefined,
     });

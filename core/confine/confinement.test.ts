@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnPrepared, Unconfined, type Confinement } from './confinement.ts';
+import { BwrapConfinement, spawnPrepared, Unconfined, type Confinement } from './confinement.ts';
 import { handOver } from './hand-over.ts';
 import type { ProcessLimits } from './limits.ts';
 import { testConfinement } from './test-confinement.ts';
@@ -131,6 +131,15 @@ describe('bubblewrap confinement', () => {
     // Control: with room enough the same decode works.
     const roomy = await run(confinement, folder, uid, 'ffmpeg', decode, { memoryBytes: 3 * 1024 ** 3 });
     assert.equal(roomy.code, 0, roomy.stderr);
+  });
+
+  test('where no procfs may be mounted (a container), the sandbox has no /proc at all and ffmpeg still works', { timeout: 60_000 }, async () => {
+    assert.ok(confinement instanceof BwrapConfinement);
+    const noProc = new BwrapConfinement({ seccompProgram: confinement.seccompProgram, asRoot: uid !== undefined, mountProc: false });
+    const out = await run(noProc, folder, uid, '/bin/sh', ['-c', `ls /proc; cat /proc/1/environ; ffmpeg -v error -f lavfi -i testsrc=d=0.2:s=64x48 -y noproc.mp4 && echo ENCODED`]);
+    assert.match(out.stderr, /cannot access '\/proc': No such file or directory/);
+    assert.match(out.stdout, /ENCODED/);
+    assert.doesNotMatch(out.stdout, /PATH=/);
   });
 
   test('a process it leaves behind dies with it', { timeout: 60_000 }, async () => {

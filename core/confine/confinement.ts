@@ -58,6 +58,12 @@ export interface BwrapOptions {
   seccompProgram: string;
   /** True when the service runs as root: namespaces without a user namespace, then setpriv to `uid`. */
   asRoot: boolean;
+  /**
+   * Mount a /proc of the sandbox's own PID namespace (default). In a container whose /proc has masked
+   * paths no new procfs may be mounted; there the sandbox gets no /proc at all, which ffmpeg does not
+   * need (nothing of any process, its own included, is then visible).
+   */
+  mountProc?: boolean;
   bwrapPath?: string;
 }
 
@@ -75,6 +81,10 @@ export class BwrapConfinement implements Confinement {
     return this.o.seccompProgram;
   }
 
+  get mountsProc(): boolean {
+    return this.o.mountProc !== false;
+  }
+
   pathInFolder(_folder: string, relative: string): string {
     return join(SANDBOX_FOLDER, relative);
   }
@@ -88,7 +98,8 @@ export class BwrapConfinement implements Confinement {
       '--die-with-parent', '--new-session', // no controlling terminal: no TIOCSTI into ours
       ...this.systemMounts,
       ...programMount(r.program),
-      '--proc', '/proc', '--dev', '/dev',
+      ...(this.o.mountProc === false ? [] : ['--proc', '/proc']),
+      '--dev', '/dev',
       '--perms', '01777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/tmp',
       r.writable ? '--bind' : '--ro-bind', r.folder, SANDBOX_FOLDER,
       '--chdir', SANDBOX_FOLDER,

@@ -34,6 +34,8 @@ export interface ConfinementSettings {
   ffmpegPath?: string;
   /** Skip the self-test: the process that handed us these settings already ran it (runners). */
   trusted?: boolean;
+  /** With `trusted`: what the self-test found about mounting /proc. */
+  mountProc?: boolean;
   bwrapPath?: string;
 }
 
@@ -52,9 +54,19 @@ export async function setUpConfinement(s: ConfinementSettings): Promise<Confinem
   } catch (err) {
     throw new ConfinementUnavailable((err as Error).message);
   }
-  const confinement = new BwrapConfinement({ seccompProgram, asRoot: isRoot(), bwrapPath: s.bwrapPath });
-  if (!s.trusted) await selfTest(confinement, s);
-  return confinement;
+  const options = { seccompProgram, asRoot: isRoot(), bwrapPath: s.bwrapPath };
+  if (s.trusted) return new BwrapConfinement({ ...options, mountProc: s.mountProc });
+  const confinement = new BwrapConfinement(options);
+  try {
+    await selfTest(confinement, s);
+    return confinement;
+  } catch (err) {
+    // Inside a container, /proc has masked paths and no procfs may be mounted over it.
+    if (!/Can't mount proc/.test((err as Error).message)) throw err;
+    const withoutProc = new BwrapConfinement({ ...options, mountProc: false });
+    await selfTest(withoutProc, s);
+    return withoutProc;
+  }
 }
 
 /** A tiny encode inside the sandbox: libraries load, the folder is writable, the filter and limits let ffmpeg work. */
@@ -94,7 +106,9 @@ async function selfTest(confinement: Confinement, s: ConfinementSettings): Promi
 
 /** What a runner started by this process needs to confine its ffmpeg the same way without checking again. */
 export function runnerEnvFor(confinement: Confinement): Record<string, string> {
-  if (confinement instanceof BwrapConfinement) return { FFOP_CONFINEMENT_CHECKED: '1', FFOP_SECCOMP_PROGRAM: confinement.seccompProgram };
+  if (confinement instanceof BwrapConfinement) {
+    return { FFOP_CONFINEMENT_CHECKED: '1', FFOP_SECCOMP_PROGRAM: confinement.seccompProgram, FFOP_SANDBOX_PROC: confinement.mountsProc ? '1' : '0' };
+  }
   return { [UNSAFE_SETTING]: '1' };
 }
 

@@ -155,7 +155,14 @@ export class KubernetesBackend implements JobBackend {
                   // ffmpeg's own rlimit plus room for the runner (Node) itself.
                   limits: { cpu, memory: this.o.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' },
                 },
-                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ['ALL'] },
+                  // RuntimeDefault refuses the namespaces bubblewrap needs (checked with containerd 1.6's
+                  // profile); with 'bwrap' the runner goes without it and ffmpeg gets our own filter.
+                  ...(this.o.runnerConfinement === 'bwrap' ? { seccompProfile: { type: 'Unconfined' } } : {}),
+                },
                 volumeMounts: [{ name: 'work', mountPath: this.o.workRoot ?? '/work' }],
               },
             ],
