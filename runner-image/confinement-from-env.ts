@@ -35,7 +35,8 @@ export async function confinementFromEnv(env: Env, cacheDir: string, log: (line:
     // A pod under seccomp RuntimeDefault may not create user namespaces; where the operator allows it,
     // the pod (this step's files only, no credentials, non-root) is then the boundary.
     if (env.FFOP_RUNNER_CONFINEMENT !== POD_FALLBACK || isRoot()) throw err;
-    log(`bubblewrap is not usable in this pod (${(err as Error).message.split(':').slice(0, 2).join(':')}); the pod is the boundary`);
+    const reason = (err as Error).message.split('. Install bubblewrap')[0];
+    log(`${reason}; in this pod the pod is the boundary (FFOP_RUNNER_CONFINEMENT=${POD_FALLBACK})`);
     return { confinement: new Unconfined('pod'), uid: undefined };
   }
 }
