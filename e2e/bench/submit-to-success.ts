@@ -1,36 +1,62 @@
-// Benchmark: the README example (scale a clip to 640 px wide, H.264/AAC) in embedded mode. Prints,
-// per run, the time from submit to SUCCESS as a poller sees it (50 ms polls) next to the command's
-// ffmpeg_command_run_seconds; the difference is the service's own overhead (download, probe, store,
-// runner start, polling). Run: npx tsx e2e/bench/submit-to-success.ts [runs]
+// Benchmark: what the service adds to one command, side by side with its baseline in the same run.
+// The service runs as `npm start` runs it (compiled, in its own process; `--from-sources` runs it
+// through tsx instead, as before); a client submits a 3 s 320x240 clip scaled to 160x120 with
+// vcpu_count 1 and polls every 20 ms until SUCCESS. The baseline runs the same ffmpeg and ffprobe
+// directly on a local copy. Runs alternate between the two.
+// Run: npm run bench -- [runs] [--from-sources]
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startMediaServer, startService } from '../harness.ts';
+import { ApiClient, makeClip, startMediaServer, startServiceProcess } from '../harness.ts';
 
-const runs = Number(process.argv[2] ?? 5);
-// A 10 s 1280x720 clip stands in for "https://example.com/media/video.mp4".
-const media = await startMediaServer((dir) => promisify(execFile)('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc2=size=1280x720:rate=30:duration=10',
-  '-f', 'lavfi', '-i', 'sine=frequency=440:duration=10', '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', join(dir, 'video.mp4')]));
-const svc = await startService({ allow: [media.allowEntry] });
-const api = svc.client();
-const rows: { total: number; ffmpeg: number }[] = [];
-try {
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    const id = await api.submit({
-      ffmpeg_command: '-i {{in_1}} -vf scale=640:-2 -c:v libx264 -preset veryfast -c:a aac {{out_1}}',
-      input_files: { in_1: `${media.url}/video.mp4` },
-      output_files: { out_1: 'video_640.mp4' },
-    });
-    const { record } = await api.waitForEnd(id, 120_000);
-    const total = (performance.now() - t0) / 1000;
-    if (record.status !== 'SUCCESS') throw new Error(JSON.stringify(record));
-    rows.push({ total, ffmpeg: record.ffmpeg_command_run_seconds });
-    console.log(`run ${i + 1}: submit->SUCCESS ${total.toFixed(2)} s, ffmpeg_command_run_seconds ${record.ffmpeg_command_run_seconds.toFixed(2)} s, overhead ${(total - record.ffmpeg_command_run_seconds).toFixed(2)} s`);
+const run = promisify(execFile);
+const runs = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 7);
+const compiled = !process.argv.includes('--from-sources');
+const media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4', 3));
+const svc = await startServiceProcess({ compiled, env: { FFOP_ALLOW_ADDRESSES: media.allowEntry } });
+const api = new ApiClient(svc.url, svc.key);
+const scratch = await mkdtemp(join(tmpdir(), 'bench-direct-'));
+
+async function direct(): Promise<number> {
+  const t0 = performance.now();
+  await run('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', '-i', join(media.dir, 'clip.mp4'), '-vf', 'scale=160:120', '-threads', '1', join(scratch, 'small.mp4')]);
+  await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', join(scratch, 'small.mp4')]);
+  return performance.now() - t0;
+}
+
+async function throughService(): Promise<number> {
+  const t0 = performance.now();
+  const id = await api.submit({
+    ffmpeg_command: '-i {{in_1}} -vf scale=160:120 {{out_1}}',
+    input_files: { in_1: `${media.url}/clip.mp4` },
+    output_files: { out_1: 'small.mp4' },
+    vcpu_count: 1,
+  });
+  for (;;) {
+    const res = await api.get(`/v1/commands/${id}`);
+    if (res.body.status === 'SUCCESS') return performance.now() - t0;
+    if (res.body.status === 'FAILED') throw new Error(JSON.stringify(res.body));
+    await new Promise((r) => setTimeout(r, 20));
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`median of ${runs}: submit->SUCCESS ${median(rows.map((r) => r.total)).toFixed(2)} s, ffmpeg ${median(rows.map((r) => r.ffmpeg)).toFixed(2)} s, overhead ${median(rows.map((r) => r.total - r.ffmpeg)).toFixed(2)} s`);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+try {
+  await direct();
+  await throughService(); // warm both paths once
+  const d: number[] = [];
+  const s: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    d.push(await direct());
+    s.push(await throughService());
+  }
+  const [md, ms] = [median(d), median(s)];
+  console.log(`${compiled ? 'compiled service' : 'service from sources (tsx)'}: submit -> SUCCESS (20 ms polls), median of ${runs}: service ${ms.toFixed(0)} ms, direct ffmpeg + ffprobe ${md.toFixed(0)} ms, overhead ${(ms - md).toFixed(0)} ms (${(ms / md).toFixed(2)}x)`);
+  console.log(`  service runs: ${s.map((x) => x.toFixed(0)).join(', ')} ms; direct runs: ${d.map((x) => x.toFixed(0)).join(', ')} ms`);
 } finally {
   await svc.close();
   await media.close();
+  await rm(scratch, { recursive: true, force: true });
 }

@@ -11,7 +11,11 @@ import { ErrorStatus } from '../../core/commands/error-status.ts';
 import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
 import type { UidPool } from '../../core/confine/uid-pool.ts';
 
-const RUNNER_MAIN = fileURLToPath(new URL('../../runner-image/main.ts', import.meta.url));
+// Compiled (dist/), the runner is compiled too and starts with plain node; from the sources (tests,
+// development) it runs through tsx like this module.
+const COMPILED = import.meta.url.endsWith('.js');
+const RUNNER_MAIN = fileURLToPath(new URL(`../../runner-image/main.${COMPILED ? 'js' : 'ts'}`, import.meta.url));
+const RUNNER_ARGS = COMPILED ? [RUNNER_MAIN] : ['--import', import.meta.resolve('tsx'), RUNNER_MAIN];
 const STDERR_TAIL = 4096;
 const KILL_GRACE_MS = 5000;
 
@@ -60,7 +64,7 @@ export class LocalProcessBackend implements JobBackend {
     const log = this.opts.logger.child({ command_id: request.ref.commandId, job: request.ref.name });
 
     const uid = this.opts.uids?.acquire();
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), RUNNER_MAIN], {
+    const child = spawn(process.execPath, RUNNER_ARGS, {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true, // own process group, so a deadline can stop the runner and nothing else
       env: {
