@@ -83,6 +83,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
         ...runnerEnvFor(confinement),
       },
       uids,
+      warmRunner: true,
     });
     const reconciler = new Reconciler({
       commands,
