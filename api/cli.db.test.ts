@@ -87,6 +87,11 @@ test('while the embedded service runs, the CLI works (through its admin socket w
     const key = (await run('keys', 'create', 'live')).stdout.trim();
     const res = await svc.client(key).get('/v1/commands');
     assert.equal(res.status, 200, 'a key made while the service runs works at once');
+    // The service has just authenticated the key (and remembers it briefly): revoking it through the
+    // CLI still takes effect on the very next request.
+    const keyId = key.split('_')[1];
+    assert.equal((await run('keys', 'revoke', keyId)).code, 0);
+    assert.equal((await svc.client(key).get('/v1/commands')).status, 401, 'a revoked key is refused at once');
   } finally {
     await svc.close();
   }

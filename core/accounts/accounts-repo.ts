@@ -3,6 +3,7 @@ import { and, eq, isNull } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { accounts, apiKeys } from '../db/schema.ts';
 import { generateKey, secretMatches, splitKey } from './api-keys.ts';
+import { KeyCache } from './key-cache.ts';
 import { planNamed, type Plan } from './plans.ts';
 
 export interface Account {
@@ -20,10 +21,20 @@ export interface Caller {
 
 const ENVIRONMENT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
+/** One cache per database, whichever repo instance authenticates or revokes. */
+const cachesByDb = new WeakMap<Db, KeyCache<Caller>>();
+
 export class AccountsRepo {
   private readonly db: Db;
+  private readonly keys: KeyCache<Caller>;
   constructor(db: Db) {
     this.db = db;
+    let cache = cachesByDb.get(db);
+    if (cache === undefined) {
+      cache = new KeyCache<Caller>();
+      cachesByDb.set(db, cache);
+    }
+    this.keys = cache;
   }
 
   async createAccount(name: string, plan: string): Promise<Account> {
@@ -50,6 +61,7 @@ export class AccountsRepo {
 
   async setPlan(accountId: string, plan: string): Promise<void> {
     await this.db.update(accounts).set({ plan: planNamed(plan).name }).where(eq(accounts.id, accountId));
+    this.keys.forgetAccount(accountId);
   }
 
   async createKey(accountId: string, environment: string, label?: string): Promise<{ id: string; key: string }> {
@@ -68,6 +80,7 @@ export class AccountsRepo {
       .set({ revokedAt: now })
       .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
       .returning({ id: apiKeys.id });
+    this.keys.forgetKey(keyId);
     return rows.length > 0;
   }
 
@@ -80,6 +93,8 @@ export class AccountsRepo {
   }
 
   async authenticate(plaintext: string): Promise<Caller | null> {
+    const cached = this.keys.get(plaintext);
+    if (cached) return cached;
     const parts = splitKey(plaintext);
     if (!parts) return null;
     const [row] = await this.db
@@ -88,10 +103,12 @@ export class AccountsRepo {
       .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
       .where(and(eq(apiKeys.id, parts.id), isNull(apiKeys.revokedAt)));
     if (!row || !secretMatches(parts.secret, row.key.secretHash)) return null;
-    return {
+    const caller: Caller = {
       account: { id: row.account.id, name: row.account.name, plan: planNamed(row.account.plan) },
       environment: row.key.environment,
       keyId: row.key.id,
     };
+    this.keys.set(plaintext, caller, caller.keyId, caller.account.id);
+    return caller;
   }
 }

@@ -1,0 +1,58 @@
+// Authenticated API keys, remembered briefly so that a client polling a command does not cost a key
+// lookup in the database on every request. Shared by every AccountsRepo over the same database
+// (the API and the admin socket's CLI in embedded mode), so revoking a key or changing a plan there
+// takes effect at once. Another process (a cluster-mode CLI, another API replica) is seen within
+// the time to live.
+import { createHash } from 'node:crypto';
+
+export const KEY_CACHE_TTL_MS = 5_000;
+const MAX_ENTRIES = 10_000;
+
+interface Entry<T> {
+  value: T;
+  keyId: string;
+  accountId: string;
+  expires: number;
+}
+
+export class KeyCache<T> {
+  private readonly entries = new Map<string, Entry<T>>();
+  private readonly ttlMs: number;
+  private readonly clock: () => number;
+
+  constructor(ttlMs: number = KEY_CACHE_TTL_MS, clock: () => number = Date.now) {
+    this.ttlMs = ttlMs;
+    this.clock = clock;
+  }
+
+  /** The entry for this plaintext key, if it was authenticated within the time to live. */
+  get(plaintext: string): T | undefined {
+    const id = digest(plaintext);
+    const entry = this.entries.get(id);
+    if (entry === undefined) return undefined;
+    if (entry.expires <= this.clock()) {
+      this.entries.delete(id);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(plaintext: string, value: T, keyId: string, accountId: string): void {
+    // Bounded: when full, the oldest entry goes (Map order is insertion order).
+    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(digest(plaintext), { value, keyId, accountId, expires: this.clock() + this.ttlMs });
+  }
+
+  forgetKey(keyId: string): void {
+    for (const [id, entry] of this.entries) if (entry.keyId === keyId) this.entries.delete(id);
+  }
+
+  forgetAccount(accountId: string): void {
+    for (const [id, entry] of this.entries) if (entry.accountId === accountId) this.entries.delete(id);
+  }
+}
+
+/** Keys are held by their SHA-256, never as plaintext. */
+function digest(plaintext: string): string {
+  return createHash('sha256').update(plaintext).digest('base64');
+}
