@@ -3,18 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeClip, probeJson, startMediaServer, startService, type ApiClient, type MediaServer, type ServiceFixture } from './harness.ts';
-
-async function waitForFile(api: ApiClient, id: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await api.get(`/v1/files/${id}`);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    if (res.body.status === 'STORED' || res.body.status === 'FAILED') return res.body;
-    if (Date.now() > deadline) throw new Error(`file ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { makeClip, probeJson, startMediaServer, startService, waitForFile, type MediaServer, type ServiceFixture } from './harness.ts';
 
 describe('files', () => {
   let media: MediaServer;

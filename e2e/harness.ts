@@ -210,6 +210,18 @@ export class ApiClient {
   }
 }
 
+/** Polls a stored file until STORED or FAILED; returns its record. */
+export async function waitForFile(api: ApiClient, id: string, timeoutMs = 30_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await api.get(`/v1/files/${id}`);
+    if (res.status !== 200) throw new Error(`file poll answered ${res.status}: ${JSON.stringify(res.body)}`);
+    if (res.body.status === 'STORED' || res.body.status === 'FAILED') return res.body;
+    if (Date.now() > deadline) throw new Error(`file ${id} still ${res.body.status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function probeJson(pathOrUrl: string): Promise<any> {
   const { stdout } = await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', pathOrUrl]);
   return JSON.parse(stdout);

@@ -14,6 +14,8 @@ import { promisify } from 'node:util';
 import { zipFiles } from '../../core/archive/zip-files.ts';
 import type { ApiClient } from '../harness.ts';
 
+export { waitForFile } from '../harness.ts';
+
 const run = promisify(execFile);
 
 /** The world-readable canary: a video no test produces otherwise. */
@@ -208,17 +210,6 @@ export async function startCountingListener(body: Buffer): Promise<CountingListe
   };
 }
 
-/** Polls a file until STORED or FAILED. */
-export async function waitForFile(api: ApiClient, id: string, timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await api.get(`/v1/files/${id}`);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    if (res.body.status === 'STORED' || res.body.status === 'FAILED') return res.body;
-    if (Date.now() > deadline) throw new Error(`file ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A direct upload of `data` in one part (init-upload, PUT, complete-upload); returns the file id. */
 export async function uploadFile(api: ApiClient, filename: string, data: Buffer | string, isPrivate = false): Promise<string> {
