@@ -23,6 +23,11 @@ const watch = setInterval(() => {
 watch.unref();
 process.stdout.on('error', () => abort.abort());
 
+const workRoot = process.env.FFOP_WORK_ROOT ?? tmpdir();
+// Set up before the spec arrives: a runner started ahead (embedded mode) has it ready when its job comes.
+const confining = confinementFromEnv(process.env, workRoot, (line) => process.stderr.write(line + '\n'));
+confining.catch(() => {}); // awaited below; its failure becomes the step's result
+
 const fromEnv = process.env[RUNNER_ENV.spec];
 const spec = JSON.parse(fromEnv ?? (await text(process.stdin))) as StepSpec;
 const attempt = Number(process.env.FFOP_ATTEMPT ?? '1');
@@ -36,13 +41,12 @@ const emit = (event: RunnerEvent) => {
   reporter?.send(event);
 };
 
-const workRoot = process.env.FFOP_WORK_ROOT ?? tmpdir();
 const positive = (name: string): number | undefined => {
   const value = Number(process.env[name]);
   return Number.isSafeInteger(value) && value > 0 ? value : undefined;
 };
 try {
-  const { confinement, uid } = await confinementFromEnv(process.env, workRoot, (line) => process.stderr.write(line + '\n'));
+  const { confinement, uid } = await confining;
   await runStep(spec, {
     workRoot,
     emit,
