@@ -40,7 +40,9 @@ describe('the commands real clients send', () => {
         'Dialogue: 0,0:00:00.00,0:00:01.50,Default,,0,0,0,,Karaoke line', '',
       ].join('\n'));
       await writeFile(join(zipSrc, 'list.txt'), "file 'video.mp4'\nfile 'b.mp4'\n");
-      await zipFiles(zipSrc, ['video.mp4', 'b.mp4', 'subs.ass', 'fonts/brand.ttf', 'list.txt'], join(dir, 'project.zip'));
+      // Names as people give them: spaces and parentheses.
+      await copyFile(join(zipSrc, 'subs.ass'), join(zipSrc, 'My Subs (FR).ass'));
+      await zipFiles(zipSrc, ['video.mp4', 'b.mp4', 'subs.ass', 'My Subs (FR).ass', 'fonts/brand.ttf', 'list.txt'], join(dir, 'project.zip'));
     });
     svc = await startService({ allow: [media.allowEntry] });
   });
@@ -74,6 +76,15 @@ describe('the commands real clients send', () => {
       ffmpeg_command: '-i video.mp4 -vf subtitles=subs.ass:fontsdir=fonts {{out_1}}',
       input_compressed_folder: `${media.url}/project.zip`,
       output_files: { out_1: 'karaoke.mp4' },
+    });
+    assert.equal(record.output_files.out_1.codec, 'h264');
+  });
+
+  test('a subtitles file from the zip whose name has spaces and parentheses', async () => {
+    const record = await runToSuccess({
+      ffmpeg_command: `-i video.mp4 -vf "subtitles='My Subs (FR).ass':fontsdir=fonts" {{out_1}}`,
+      input_compressed_folder: `${media.url}/project.zip`,
+      output_files: { out_1: 'french.mp4' },
     });
     assert.equal(record.output_files.out_1.codec, 'h264');
   });

@@ -203,9 +203,10 @@ describe('parseFfmpegCommand refuses', () => {
     ['-i - {{out_1}}', 'pipes are not available'],
     ['-i ~/x.mp4 {{out_1}}', '"~" is not allowed'],
     ["-i 'a\\\\b.mp4' {{out_1}}", 'backslashes are not allowed'],
-    ['-i "a b.mp4" {{out_1}}', 'only letters, digits'],
+    ['-i "a|b.mp4" {{out_1}}', 'only letters, digits, spaces'],
+    ['-i "a<b>.mp4" {{out_1}}', 'only letters, digits, spaces'],
     ['-i media//x.mp4 {{out_1}}', 'empty folder names'],
-    ['-i "frames/*.png" {{out_1}}', 'only letters, digits'],
+    ['-i "frames/*.png" {{out_1}}', 'only letters, digits, spaces'],
     ['-i {{in_1}} out.mp4', 'output "out.mp4" must be a placeholder declared in output_files'],
     ['-i {{in_1}} -', 'output to a pipe is not available'],
     ['-i {{in_1}} -f null /etc/passwd', 'must be a placeholder'],
@@ -667,4 +668,14 @@ describe('accepted commands run with the real ffmpeg', () => {
       await check?.(cwd);
     });
   }
+});
+
+test('relative names may hold spaces, accents and everyday punctuation, as files in a zip do', () => {
+  const opts = { inputAliases: new Set<string>(), outputAliases: new Set(['out_1']) };
+  for (const name of ['My Subs (FR).srt', 'vidéo 1.mp4', "it's [final] v2.mov", 'clips/Take #3, best!.mp4']) {
+    const parsed = parseFfmpegCommand(`-i "${name.replaceAll('"', '\\"')}" {{out_1}}`, opts);
+    assert.equal(parsed.inputs[0].target, name);
+  }
+  const glob = parseFfmpegCommand('-pattern_type glob -i "my frames/*.png" {{out_1}}', opts);
+  assert.equal(glob.inputs[0].target, 'my frames/*.png');
 });

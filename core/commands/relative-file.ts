@@ -39,9 +39,12 @@ export function checkRelativeFile(name: string, where: string, rules: RelativeFi
   if (parts.includes('..')) refuse('".." is not allowed');
   if (parts.includes('')) refuse('empty folder names ("//" or a trailing "/") are not allowed');
   if (rules.plainName && parts.length > 1) refuse('it must be a plain file name without folders');
-  const allowed = rules.glob ? /^[A-Za-z0-9_\-./%*?]+$/ : /^[A-Za-z0-9_\-./%]+$/;
+  // Names as people give files in a zip ("My Subs (FR).srt", "vidéo 1.mp4"): confinement, not this
+  // check, keeps the command inside its folder, so any letter, digit, space or everyday punctuation
+  // will do. The glob wildcards * ? only with -pattern_type glob, where they mean something.
+  const allowed = rules.glob ? /^[\p{L}\p{M}\p{N} _\-.,/%'"()[\]{}&+=@#!$^*?]+$/u : /^[\p{L}\p{M}\p{N} _\-.,/%'"()[\]{}&+=@#!$^]+$/u;
   if (!allowed.test(name)) {
-    refuse(`only letters, digits and "_-./%"${rules.glob ? ' (and the wildcards * ?)' : ''} are allowed`);
+    refuse(`only letters, digits, spaces and ${rules.glob ? 'the wildcards * ? and ' : ''}the punctuation _-.,/%'"()[]{}&+=@#!$^ are allowed`);
   }
   return name;
 }
