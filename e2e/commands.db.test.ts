@@ -123,7 +123,8 @@ describe('commands, embedded mode', () => {
     const { record } = await api.waitForEnd(id);
     assert.equal(record.status, 'FAILED');
     assert.equal(record.error_status, 'FFMPEG_FAILED');
-    assert.match(record.error_message, /nosuchcodec/);
+    // The cause comes first, not the stream report ffmpeg printed before it.
+    assert.match(record.error_message, /^ffmpeg exited with code \d+: Unknown encoder 'nosuchcodec'/);
     assert.deepEqual(record.output_files, {});
   });
 

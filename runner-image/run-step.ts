@@ -15,6 +15,7 @@ import { FileProber } from '../core/media/file-prober.ts';
 import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { collectOutputs, listFiles } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
+import { ffmpegErrorText } from './ffmpeg-error.ts';
 
 export interface RunStepOptions {
   workRoot: string;
@@ -109,7 +110,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
 
 /** Why ffmpeg failed: a limit it hit, said plainly, then its own last lines. */
 function ffmpegFailure(run: FfmpegRunResult, limits: { memoryBytes: number; fileSizeBytes: number }): string {
-  const tail = lastLines(run.stderrTail);
+  const tail = ffmpegErrorText(run.stderrTail);
   const mib = (bytes: number) => `${Math.round(bytes / 1024 ** 2)} MiB`;
   if (run.signal === 'SIGXFSZ') return `ffmpeg was stopped: an output file grew past the limit of ${mib(limits.fileSizeBytes)} per file: ${tail}`;
   if (run.signal === 'SIGXCPU') return `ffmpeg was stopped: it used more CPU time than allowed: ${tail}`;
@@ -118,9 +119,4 @@ function ffmpegFailure(run: FfmpegRunResult, limits: { memoryBytes: number; file
   }
   const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
   return `ffmpeg ${how}: ${tail}`;
-}
-
-/** The last lines of ffmpeg's stderr: where it says what went wrong. */
-function lastLines(text: string): string {
-  return text.trim().split('\n').slice(-8).join('\n').slice(-1500);
 }

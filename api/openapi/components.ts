@@ -13,7 +13,7 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   FORBIDDEN_INPUT_ADDRESS: 'An input URL resolves to a non-public address (loopback, private, link-local, ...).',
   INPUT_FILE_TOO_LARGE: 'An input is larger than the download size limit.',
   INVALID_INPUT_ARCHIVE: 'input_compressed_folder is not a zip the service accepts (names outside the folder, symlinks, too many entries or bytes, a zip bomb).',
-  FFMPEG_FAILED: "ffmpeg exited with an error; error_message holds the tail of ffmpeg's own error output.",
+  FFMPEG_FAILED: "ffmpeg exited with an error; error_message starts with the lines of ffmpeg's output that state the cause, then '--' and the tail of what it printed.",
   FFMPEG_TIMEOUT: 'ffmpeg ran longer than max_command_run_seconds and was stopped.',
   OUTPUT_FILE_NOT_CREATED: 'ffmpeg succeeded but did not write a declared output file.',
   TOO_MANY_OUTPUT_FILES: 'A playlist or OUTPUT_FOLDER output holds more files than one output may (FFOP_MAX_OUTPUT_FILES, default 1000).',
