@@ -58,6 +58,15 @@ describe('files', () => {
     assert.equal(text.status, 'STORED');
     assert.equal(text.file_type, 'other');
     assert.equal(text.mime_type, 'text/plain');
+    // As for command inputs, the file name must end the URL; nothing is fetched when it does not.
+    const requestsBefore = media.requests.length;
+    for (const url of [`${media.url}/`, `${media.url}/media/`, `${media.url}/download?file=x.mp4`]) {
+      const nameless = await waitForFile(api, (await api.post('/v1/files/store-file', { file_url: url })).body.file_id);
+      assert.equal(nameless.status, 'FAILED', url);
+      assert.equal(nameless.error_status, 'INVALID_INPUT_FILE_NAME', url);
+      assert.match(nameless.external_error_message, /does not end in a file name/);
+    }
+    assert.equal(media.requests.length, requestsBefore);
   });
 
   test('list: outputs and stored files, newest first, no deleted files; delete and bulk delete', async () => {

@@ -9,7 +9,7 @@ const strOrNull = { type: ['string', 'null'] };
 
 export const ERROR_STATUS_DOC: Record<string, string> = {
   UNREACHABLE_INPUT_FILE: 'An input URL could not be fetched (DNS, connection, HTTP error status, timeout).',
-  INVALID_INPUT_FILE_NAME: 'An input URL does not end in a file name.',
+  INVALID_INPUT_FILE_NAME: "An input URL, or store-file's file_url, does not end in a file name; nothing is fetched.",
   FORBIDDEN_INPUT_ADDRESS: 'An input URL resolves to a non-public address (loopback, private, link-local, ...).',
   INPUT_FILE_TOO_LARGE: 'An input is larger than the download size limit.',
   INVALID_INPUT_ARCHIVE: 'input_compressed_folder is not a zip the service accepts (names outside the folder, symlinks, too many entries or bytes, a zip bomb).',

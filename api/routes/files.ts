@@ -76,8 +76,20 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
         throw err;
       }
       const id = randomUUID();
-      const fileName = safeLocalName(fileNameFromUrl(req.file_url) ?? 'file');
-      await d.files.insert(newStoredFile(caller, id, fileName, req.is_private, { originalFileUrl: req.file_url }));
+      const urlName = fileNameFromUrl(req.file_url);
+      if (urlName === null) {
+        // As for command inputs: the file name must be at the end of the URL. Nothing is fetched.
+        await d.files.insert(
+          newStoredFile(caller, id, 'file', req.is_private, {
+            originalFileUrl: req.file_url,
+            status: FileStatus.FAILED,
+            errorStatus: ErrorStatus.INVALID_INPUT_FILE_NAME,
+            errorMessage: 'file_url does not end in a file name (e.g. .../video.mp4); the file name must appear at the end of the URL',
+          }),
+        );
+        return c.json({ file_id: id });
+      }
+      await d.files.insert(newStoredFile(caller, id, safeLocalName(urlName), req.is_private, { originalFileUrl: req.file_url }));
       d.kickFileTasks();
       return c.json({ file_id: id });
     },
