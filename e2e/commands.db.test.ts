@@ -67,6 +67,7 @@ describe('commands, embedded mode', () => {
     assert.ok(out.size_mbytes > 0);
     assert.equal(out.is_deleted, false);
     assert.equal(out.is_private, false);
+    assert.equal(out.status, 'STORED');
     assert.ok(out.storage_url.endsWith('/small.mp4'));
 
     // The output is served without an API key, with its type and Range support.

@@ -22,6 +22,7 @@ export async function outputFileEntry(f: FileRow, storage: Storage, presignTtl?:
     size_compressed_mbytes: f.sizeCompressedBytes === null ? null : toMb(f.sizeCompressedBytes),
     is_deleted: f.isDeleted,
     is_private: f.isPrivate,
+    status: f.status, // STORED: outputs appear once stored (as Rendi's documentation shows them)
   };
 }
 

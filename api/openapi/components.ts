@@ -56,6 +56,7 @@ export const outputFileEntrySchema = {
     size_compressed_mbytes: { ...num, description: 'Size of the zip of an OUTPUT_FOLDER or playlist output.' },
     is_deleted: { type: 'boolean' },
     is_private: { type: 'boolean' },
+    status: { type: 'string', enum: ['STORED'], description: 'Outputs are listed once stored.' },
   },
 };
 
@@ -142,7 +143,7 @@ export const storedFileSchema = {
     size_compressed_mbytes: num,
     is_private: { type: 'boolean' },
     original_file_url: strOrNull,
-    ...Object.fromEntries(Object.entries(outputFileEntrySchema.properties).filter(([k]) => !['file_id', 'storage_url', 'size_mbytes', 'file_count', 'size_compressed_mbytes', 'is_deleted', 'is_private'].includes(k))),
+    ...Object.fromEntries(Object.entries(outputFileEntrySchema.properties).filter(([k]) => !['file_id', 'storage_url', 'size_mbytes', 'file_count', 'size_compressed_mbytes', 'is_deleted', 'is_private', 'status'].includes(k))),
     video_profile_level: strOrNull,
     created_at: { type: 'string', format: 'date-time' },
   },
