@@ -81,7 +81,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
         cpuSeconds: Math.ceil(spec.timeoutSeconds * availableParallelism()) + 30,
         fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES,
         openFiles: DEFAULT_OPEN_FILES,
-        processes: o.uid === undefined ? undefined : DEFAULT_PROCESSES,
+        processes: DEFAULT_PROCESSES,
       },
       onProgress: (p) => o.emit({ type: 'progress', outTimeSeconds: p.outTimeSeconds, speed: p.speed }),
     });

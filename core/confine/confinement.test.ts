@@ -22,7 +22,7 @@ interface Outcome {
 }
 
 async function run(confinement: Confinement, folder: string, uid: number | undefined, program: string, args: string[], limits: Partial<ProcessLimits> = {}): Promise<Outcome> {
-  const command = confinement.prepare({ program, args, folder, writable: true, uid, limits: { ...LIMITS, ...limits, processes: uid === undefined ? undefined : LIMITS.processes } });
+  const command = confinement.prepare({ program, args, folder, writable: true, uid, limits: { ...LIMITS, ...limits } });
   const child = spawnPrepared(command);
   let stdout = '';
   let stderr = '';

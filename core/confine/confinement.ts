@@ -2,7 +2,8 @@
 // working folder (mounted at /work) and read-only system paths, with its own PID, network, IPC and UTS
 // namespaces, its own /proc, a minimal /dev, no capabilities, no_new_privs, the seccomp filter of
 // seccomp-filter.py and rlimits; as root, also a uid of its own (UidPool). One interface, two
-// backends: 'bwrap', and 'unconfined' for hosts where the operator explicitly accepted the risk.
+// backends: 'bwrap', and Unconfined (rlimits only): 'unconfined' where the operator explicitly accepted
+// the risk, 'pod' for a runner pod that cannot create namespaces.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, lstatSync, openSync, readlinkSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
@@ -104,7 +105,7 @@ export class BwrapConfinement implements Confinement {
       r.writable ? '--bind' : '--ro-bind', r.folder, SANDBOX_FOLDER,
       '--chdir', SANDBOX_FOLDER,
       '--seccomp', '3',
-      '--', 'prlimit', ...prlimitArgs(r.limits), '--',
+      '--', 'prlimit', ...prlimitArgs(r.limits, r.uid !== undefined), '--',
     ];
     if (this.o.asRoot) {
       const id = String(r.uid);
@@ -169,7 +170,7 @@ export class Unconfined implements Confinement {
   }
 
   prepare(r: ConfinedRequest): PreparedCommand {
-    return { program: 'prlimit', args: [...prlimitArgs(r.limits), '--', r.program, ...r.args], cwd: r.folder, env: runEnv(), inheritFiles: [] };
+    return { program: 'prlimit', args: [...prlimitArgs(r.limits, false), '--', r.program, ...r.args], cwd: r.folder, env: runEnv(), inheritFiles: [] };
   }
 }
 

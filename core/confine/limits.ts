@@ -11,10 +11,10 @@ export interface ProcessLimits {
   /** RLIMIT_NOFILE: open descriptors. */
   openFiles: number;
   /**
-   * RLIMIT_NPROC: processes and threads of its uid. Only meaningful when the run has a uid of its own
-   * (the service runs as root); otherwise it would count every process of the service's user.
+   * RLIMIT_NPROC: processes and threads of its uid. Applied only to a run with a uid of its own (the
+   * service runs as root); otherwise it would count every process of the service's user.
    */
-  processes?: number;
+  processes: number;
 }
 
 /** 4 GiB of address space: enough for 4K H.264/HEVC encodes, far below what takes a machine down. */
@@ -22,11 +22,10 @@ export const DEFAULT_MEMORY_BYTES = 4 * 1024 ** 3;
 export const DEFAULT_OPEN_FILES = 1024;
 export const DEFAULT_PROCESSES = 1024;
 
-/** `prlimit` arguments (without the program). */
-export function prlimitArgs(limits: ProcessLimits): string[] {
+/** `prlimit` arguments (without the program); RLIMIT_NPROC only for a run with a uid of its own. */
+export function prlimitArgs(limits: ProcessLimits, ownUid: boolean): string[] {
   const args: string[] = [];
-  const add = (flag: string, value: number | undefined): void => {
-    if (value === undefined) return;
+  const add = (flag: string, value: number): void => {
     if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`invalid limit ${flag}=${value}`);
     args.push(`${flag}=${value}`);
   };
@@ -34,6 +33,6 @@ export function prlimitArgs(limits: ProcessLimits): string[] {
   add('--cpu', limits.cpuSeconds);
   add('--fsize', limits.fileSizeBytes);
   add('--nofile', limits.openFiles);
-  add('--nproc', limits.processes);
+  if (ownUid) add('--nproc', limits.processes);
   return args;
 }

@@ -4,7 +4,8 @@
 import { execFile } from 'node:child_process';
 import { chown, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BwrapConfinement, spawnPrepared, Unconfined, type Confinement } from './confinement.ts';
+import { runFfmpeg } from '../media/run-ffmpeg.ts';
+import { BwrapConfinement, Unconfined, type Confinement } from './confinement.ts';
 import { DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from './limits.ts';
 import { ensureSeccompProgram } from './seccomp-program.ts';
 import type { UidPool } from './uid-pool.ts';
@@ -45,17 +46,20 @@ export function isRoot(): boolean {
 
 export async function setUpConfinement(s: ConfinementSettings): Promise<Confinement> {
   if (s.unsafe) return new Unconfined();
-  let seccompProgram: string;
+  const options = { seccompProgram: '', asRoot: isRoot(), bwrapPath: s.bwrapPath };
+  if (s.trusted) {
+    // The process that started us checked the tools and ran the self-test with these settings.
+    if (!s.seccompProgram) throw new ConfinementUnavailable('FFOP_SECCOMP_PROGRAM is not set');
+    return new BwrapConfinement({ ...options, seccompProgram: s.seccompProgram, mountProc: s.mountProc });
+  }
   try {
     await runQuietly(s.bwrapPath ?? 'bwrap', ['--version']);
     await runQuietly('prlimit', ['--version']);
     if (isRoot()) await runQuietly('setpriv', ['--version']);
-    seccompProgram = await ensureSeccompProgram(s.cacheDir, s.seccompProgram);
+    options.seccompProgram = await ensureSeccompProgram(s.cacheDir, s.seccompProgram);
   } catch (err) {
     throw new ConfinementUnavailable((err as Error).message);
   }
-  const options = { seccompProgram, asRoot: isRoot(), bwrapPath: s.bwrapPath };
-  if (s.trusted) return new BwrapConfinement({ ...options, mountProc: s.mountProc });
   const confinement = new BwrapConfinement(options);
   try {
     await selfTest(confinement, s);
@@ -76,28 +80,20 @@ async function selfTest(confinement: Confinement, s: ConfinementSettings): Promi
   const uid = isRoot() ? (s.uids?.acquire() ?? 65534) : undefined;
   try {
     if (uid !== undefined) await chown(folder, uid, uid);
-    const command = confinement.prepare({
-      program: s.ffmpegPath ?? 'ffmpeg',
-      args: ['-hide_banner', '-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=s=32x32:d=0.1', '-y', 'self-test.mkv'],
+    const run = await runFfmpeg({
+      argv: ['-hide_banner', '-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=s=32x32:d=0.1', '-y', 'self-test.mkv'],
       folder,
-      writable: true,
+      timeoutSeconds: 30,
+      confinement,
       uid,
-      limits: { memoryBytes: 1024 ** 3, cpuSeconds: 30, fileSizeBytes: 1024 ** 2, openFiles: DEFAULT_OPEN_FILES, processes: uid === undefined ? undefined : DEFAULT_PROCESSES },
-    });
-    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawnPrepared(command);
-      let err = '';
-      child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString('utf8')).slice(-2000)));
-      child.stdout!.resume();
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      child.once('error', reject);
-      child.once('close', (exitCode) => {
-        clearTimeout(timer);
-        resolve({ code: exitCode, stderr: err.trim() });
-      });
+      ffmpegPath: s.ffmpegPath,
+      limits: { memoryBytes: 1024 ** 3, cpuSeconds: 30, fileSizeBytes: 1024 ** 2, openFiles: DEFAULT_OPEN_FILES, processes: DEFAULT_PROCESSES },
     });
     const written = await stat(join(folder, 'self-test.mkv')).then((st) => st.size > 0, () => false);
-    if (code !== 0 || !written) throw new ConfinementUnavailable(`a test run of ffmpeg in bubblewrap failed (exit ${code}): ${stderr || 'no output written'}`);
+    if (run.exitCode !== 0 || !written) {
+      const why = run.stderrTail.trim() || 'no output written';
+      throw new ConfinementUnavailable(`a test run of ffmpeg in bubblewrap failed (${run.signal ?? `exit ${run.exitCode}`}): ${why}`);
+    }
   } finally {
     if (uid !== undefined) s.uids?.release(uid);
     await rm(folder, { recursive: true, force: true });

@@ -71,7 +71,7 @@ function runFfprobe(path: string, opts: ProbeOptions): Promise<ProbeOutput> {
       cpuSeconds: Math.ceil(timeoutMs / 1000) * 2,
       fileSizeBytes: 1, // it writes nothing
       openFiles: DEFAULT_OPEN_FILES,
-      processes: opts.uid === undefined ? undefined : DEFAULT_PROCESSES,
+      processes: DEFAULT_PROCESSES,
     },
   });
   return new Promise((resolve, reject) => {

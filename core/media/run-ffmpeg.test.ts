@@ -14,7 +14,7 @@ import { testConfinement } from '../confine/test-confinement.ts';
 // These tests are about runFfmpeg itself (process groups, timeouts, progress); the sandbox has tests of
 // its own (core/confine). Those that look at host pids run unconfined, the others confined.
 const unconfined = new Unconfined();
-const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 10 * 1024 ** 3, openFiles: 1024 };
+const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 10 * 1024 ** 3, openFiles: 1024, processes: 1024 };
 
 /** A lavfi source of `seconds` of video, encoded to the output alias `out`. */
 function encodeCommand(source: string, outputOptions: string[] = []): ParsedCommand {

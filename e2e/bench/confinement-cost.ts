@@ -11,14 +11,14 @@ import { handOver } from '../../core/confine/hand-over.ts';
 import { testConfinement } from '../../core/confine/test-confinement.ts';
 
 const runs = Number(process.argv[2] ?? 20);
-const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 1024 ** 3, openFiles: 1024 };
+const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 1024 ** 3, openFiles: 1024, processes: 1024 };
 // A short encode (the cost is per process, so a short command shows it best) and a probe of its output.
 const encode = ['-hide_banner', '-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=25:duration=1', '-c:v', 'libx264', '-preset', 'veryfast', '-y', 'out.mp4'];
 const probe = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', 'out.mp4'];
 
 async function time(confinement: Confinement, folder: string, uid: number | undefined, program: string, args: string[]): Promise<number> {
   const started = performance.now();
-  const child = spawnPrepared(confinement.prepare({ program, args, folder, writable: true, uid, limits: { ...limits, processes: uid === undefined ? undefined : 1024 } }));
+  const child = spawnPrepared(confinement.prepare({ program, args, folder, writable: true, uid, limits }));
   child.stdout!.resume();
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
