@@ -79,7 +79,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       env: {
         FFOP_MAX_OUTPUT_FILE_BYTES: String(config.maxOutputFileBytes),
         FFOP_MAX_MEMORY_BYTES: String(config.maxMemoryBytes),
-        ...(config.maxOutputFiles ? { FFOP_MAX_OUTPUT_FILES: String(config.maxOutputFiles) } : {}),
+        FFOP_MAX_OUTPUT_FILES: String(config.maxOutputFiles),
         ...runnerEnvFor(confinement),
       },
       uids,

@@ -2,6 +2,7 @@
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MEMORY_BYTES } from './confine/limits.ts';
+import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from './jobs/step-spec.ts';
 import { DEFAULT_UID_BASE, DEFAULT_UID_COUNT } from './confine/uid-pool.ts';
 
 export interface Config {
@@ -24,8 +25,8 @@ export interface Config {
   localMaxVcpus: number;
   /** rlimit on every file ffmpeg writes. */
   maxOutputFileBytes: number;
-  /** Most files one playlist or OUTPUT_FOLDER output may hold (runner default 1000). */
-  maxOutputFiles: number | undefined;
+  /** Most files one playlist or OUTPUT_FOLDER output may hold. */
+  maxOutputFiles: number;
   /** rlimit on the address space of every ffmpeg and ffprobe run. */
   maxMemoryBytes: number;
   /** FFOP_UNSAFE_NO_CONFINEMENT=1: run ffmpeg without the sandbox (trusted users only). */
@@ -103,8 +104,8 @@ export function loadConfig(env: Env = process.env): Config {
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
     localMaxVcpus: num(env, 'FFOP_LOCAL_MAX_VCPUS', availableParallelism()),
-    maxOutputFileBytes: num(env, 'FFOP_MAX_OUTPUT_FILE_BYTES', 20 * 1024 ** 3),
-    maxOutputFiles: env.FFOP_MAX_OUTPUT_FILES ? num(env, 'FFOP_MAX_OUTPUT_FILES', 1000) : undefined,
+    maxOutputFileBytes: num(env, 'FFOP_MAX_OUTPUT_FILE_BYTES', DEFAULT_MAX_OUTPUT_FILE_BYTES),
+    maxOutputFiles: num(env, 'FFOP_MAX_OUTPUT_FILES', DEFAULT_MAX_OUTPUT_FILES),
     maxMemoryBytes: num(env, 'FFOP_MAX_MEMORY_BYTES', DEFAULT_MEMORY_BYTES),
     unsafeNoConfinement: flag(env, 'FFOP_UNSAFE_NO_CONFINEMENT'),
     seccompProgram: env.FFOP_SECCOMP_PROGRAM || undefined,

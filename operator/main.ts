@@ -34,6 +34,7 @@ const operator = startOperator({
   },
   workDir: config.workDir,
   maxOutputFileBytes: config.maxOutputFileBytes,
+  maxOutputFiles: config.maxOutputFiles,
   maxMemoryBytes: config.maxMemoryBytes,
   podMemoryLimit: cluster.runnerMemoryLimit,
   runnerConfinement: cluster.runnerConfinement,

@@ -35,6 +35,7 @@ export interface OperatorOptions {
   /** Where runner pods mount their working volume (default /work). */
   runnerWorkRoot?: string;
   maxOutputFileBytes?: number;
+  maxOutputFiles?: number;
   maxMemoryBytes?: number;
   podMemoryLimit?: string;
   runnerConfinement?: 'bwrap' | 'bwrap-or-pod';
@@ -78,6 +79,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       ownerOf: (id) => resources!.ownerOf(id),
       workRoot: o.runnerWorkRoot,
       maxOutputFileBytes: o.maxOutputFileBytes,
+      maxOutputFiles: o.maxOutputFiles,
       maxMemoryBytes: o.maxMemoryBytes,
       podMemoryLimit: o.podMemoryLimit,
       runnerConfinement: o.runnerConfinement,

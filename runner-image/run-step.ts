@@ -5,7 +5,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
-import { ProcessingStage } from '../core/jobs/step-spec.ts';
+import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, ProcessingStage } from '../core/jobs/step-spec.ts';
 import { buildFfmpegArgv } from '../core/media/ffmpeg-args.ts';
 import { runFfmpeg, type FfmpegRunResult } from '../core/media/run-ffmpeg.ts';
 import type { Confinement } from '../core/confine/confinement.ts';
@@ -35,8 +35,6 @@ export interface RunStepOptions {
   maxOutputFiles?: number;
 }
 
-const DEFAULT_MAX_OUTPUT_FILE_BYTES = 20 * 1024 ** 3;
-export const DEFAULT_MAX_OUTPUT_FILES = 1000;
 
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
   await mkdir(o.workRoot, { recursive: true });

@@ -6,6 +6,11 @@ import type { ParsedCommand } from '../commands/parsed-command.ts';
 import type { ErrorStatus } from '../commands/error-status.ts';
 import type { MediaInfo } from '../media/media-info.ts';
 
+/** What a runner may write when no setting says otherwise (FFOP_MAX_OUTPUT_FILE_BYTES, FFOP_MAX_OUTPUT_FILES). */
+export const DEFAULT_MAX_OUTPUT_FILE_BYTES = 20 * 1024 ** 3;
+/** Most files one playlist or OUTPUT_FOLDER output may hold. */
+export const DEFAULT_MAX_OUTPUT_FILES = 1000;
+
 export const ProcessingStage = {
   DOWNLOADING: 'DOWNLOADING',
   PREPARING_INPUT_FILES: 'PREPARING_INPUT_FILES',

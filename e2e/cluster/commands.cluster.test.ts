@@ -63,6 +63,7 @@ describe('cluster mode', () => {
     assert.equal(container.resources!.limits!.memory, '4608Mi');
     const env = new Map(container.env!.map((e) => [e.name, e.value]));
     assert.equal(env.get('FFOP_MAX_MEMORY_BYTES'), String(4 * 1024 ** 3));
+    assert.equal(env.get('FFOP_MAX_OUTPUT_FILES'), '1000');
     assert.equal(env.get('FFOP_RUNNER_CONFINEMENT'), 'bwrap-or-pod');
     assert.equal(job.spec!.template.spec!.volumes![0].emptyDir!.sizeLimit, '100Gi');
     assert.equal(job.spec!.backoffLimit, 0);

@@ -4,6 +4,7 @@
 // failure, a runner that crashed) gets a result made from the Job's own status.
 import { BatchV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type V1Job } from '@kubernetes/client-node';
 import { DEFAULT_MEMORY_BYTES } from '../../core/confine/limits.ts';
+import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../../core/jobs/step-spec.ts';
 import { POD_FALLBACK } from '../../runner-image/confinement-from-env.ts';
 import type { Logger } from 'pino';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
@@ -33,6 +34,8 @@ export interface KubernetesBackendOptions {
   workVolumeSize?: string;
   /** rlimit on every file ffmpeg writes (default 20 GiB). */
   maxOutputFileBytes?: number;
+  /** Most files one playlist or OUTPUT_FOLDER output may hold (FFOP_MAX_OUTPUT_FILES). */
+  maxOutputFiles?: number;
   /** ffmpeg's and ffprobe's address-space rlimit in the pod (FFOP_MAX_MEMORY_BYTES). */
   maxMemoryBytes?: number;
   /** The runner container's memory limit (FFOP_RUNNER_MEMORY_LIMIT); default the rlimit + 512Mi. */
@@ -146,7 +149,8 @@ export class KubernetesBackend implements JobBackend {
                   { name: RUNNER_ENV.reportToken, value: jobToken(this.o.tokenSecret, request.ref.name) },
                   { name: 'FFOP_JOB_NAME', value: request.ref.name },
                   { name: 'FFOP_WORK_ROOT', value: this.o.workRoot ?? '/work' },
-                  { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.o.maxOutputFileBytes ?? 20 * 1024 ** 3) },
+                  { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES) },
+                  { name: 'FFOP_MAX_OUTPUT_FILES', value: String(this.o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES) },
                   { name: 'FFOP_MAX_MEMORY_BYTES', value: String(memoryBytes) },
                   { name: 'FFOP_RUNNER_CONFINEMENT', value: this.o.runnerConfinement ?? POD_FALLBACK },
                 ],
