@@ -16,7 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Transform } from 'node:stream';
 import type { Readable, TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../data-permissions.ts';
+import { PRIVATE_DIR_MODE as DIR_MODE, PRIVATE_FILE_MODE as FILE_MODE } from '../data-permissions.ts';
 import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, normalizeEtag } from './multipart.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
 import { MultipartError, StorageNotFound } from './storage.ts';
@@ -123,9 +123,6 @@ export const UPLOAD_ID_PARAM = 'uploadId';
 export const PART_NUMBER_PARAM = 'partNumber';
 /** The part's exact size in bytes, bound by the signature. */
 export const PART_SIZE_PARAM = 'X-Part-Size';
-/** Modes of what the storage creates: only the service's user may read its files. */
-const FILE_MODE = PRIVATE_FILE_MODE;
-const DIR_MODE = PRIVATE_DIR_MODE;
 // 24 random bytes in base64url: unguessable, and safe as a folder name.
 const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 const UPLOAD_RECORD = 'upload.json';
