@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Builds the test control plane binaries (kube-apiserver, kube-controller-manager, kubectl, etcd)
-# from the published Go modules and caches them outside the repo, keyed by version:
-#   ${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}/k8s-<ver>/ and etcd-<ver>/
-# A cached run only tests for the files, so it returns at once.
-# Prints shell assignments (FFOP_K8S_BIN_DIR=..., FFOP_ETCD_BIN_DIR=...) on stdout; progress goes to stderr.
+# Builds the test cluster's binaries from the published Go modules and caches them outside the repo,
+# keyed by version:
+#   ${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}/k8s-<ver>/   kube-apiserver, kube-controller-manager,
+#                                                                       kubectl, kube-scheduler, kubelet
+#   .../etcd-<ver>/ and .../helm-<ver>/
+# A cached run only tests for the files, so it returns at once; a missing binary is built alone.
+# Prints shell assignments (FFOP_K8S_BIN_DIR=..., FFOP_ETCD_BIN_DIR=..., FFOP_HELM_BIN_DIR=...) on
+# stdout; progress goes to stderr.
 #
-# Env: FFOP_K8S_VERSION (default below), FFOP_ETCD_VERSION, FFOP_TOOLS_DIR.
+# Env: FFOP_K8S_VERSION (default below), FFOP_ETCD_VERSION, FFOP_HELM_VERSION, FFOP_TOOLS_DIR.
 set -euo pipefail
 
 K8S_VERSION="${FFOP_K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${FFOP_ETCD_VERSION:-v3.6.16}"
+HELM_VERSION="${FFOP_HELM_VERSION:-v3.22.0}"
 TOOLS_DIR="${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}"
 K8S_DIR="$TOOLS_DIR/k8s-$K8S_VERSION"
 ETCD_DIR="$TOOLS_DIR/etcd-$ETCD_VERSION"
-K8S_BINARIES=(kube-apiserver kube-controller-manager kubectl)
+HELM_DIR="$TOOLS_DIR/helm-$HELM_VERSION"
+# The control plane, then what a real node needs (built right after, they reuse most of the build cache).
+K8S_BINARIES=(kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet)
 
 log() { echo "build.sh: $*" >&2; }
 
@@ -22,13 +28,15 @@ k8s_cached() {
   for b in "${K8S_BINARIES[@]}"; do [[ -x "$K8S_DIR/$b" ]] || return 1; done
 }
 etcd_cached() { [[ -x "$ETCD_DIR/etcd" ]]; }
+helm_cached() { [[ -x "$HELM_DIR/helm" ]]; }
 
 print_locations() {
   echo "FFOP_K8S_BIN_DIR=$K8S_DIR"
   echo "FFOP_ETCD_BIN_DIR=$ETCD_DIR"
+  echo "FFOP_HELM_BIN_DIR=$HELM_DIR"
 }
 
-if k8s_cached && etcd_cached; then
+if k8s_cached && etcd_cached && helm_cached; then
   print_locations
   exit 0
 fi
@@ -64,7 +72,7 @@ check_toolchain() {
 
 build_k8s() {
   local mod_file go_version minor staging_version out version_pkg client_version_pkg ldflags
-  log "building Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kubectl); this takes a while"
+  log "building Kubernetes $K8S_VERSION binaries that are not cached yet; this takes a while"
   mod_file="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | json_field GoMod)"
   [[ -f "$mod_file" ]] || { log "could not download k8s.io/kubernetes@$K8S_VERSION"; exit 1; }
   go_version="$(go_directive "$mod_file")"
@@ -104,11 +112,12 @@ build_k8s() {
     cd "$SCRATCH/k8s"
     local b
     for b in "${K8S_BINARIES[@]}"; do
+      [[ -x "$K8S_DIR/$b" ]] && continue
       log "go build k8s.io/kubernetes/cmd/$b"
       go build -trimpath -ldflags "$ldflags" -o "$out/$b" "k8s.io/kubernetes/cmd/$b"
+      install_file "$out/$b" "$K8S_DIR/$b"
     done
   )
-  install_dir "$out" "$K8S_DIR"
 }
 
 build_etcd() {
@@ -129,6 +138,31 @@ build_etcd() {
   install_dir "$out" "$ETCD_DIR"
 }
 
+build_helm() {
+  local mod_file go_version out ldflags
+  log "building helm $HELM_VERSION"
+  mod_file="$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | json_field GoMod)"
+  [[ -f "$mod_file" ]] || { log "could not download helm.sh/helm/v3@$HELM_VERSION"; exit 1; }
+  go_version="$(go_directive "$mod_file")"
+  check_toolchain "$go_version" "helm.sh/helm/v3@$HELM_VERSION"
+  mkdir -p "$SCRATCH/helm"
+  printf 'module ffop.local/helm-build\n\ngo %s\n\nrequire helm.sh/helm/v3 %s\n' \
+    "$go_version" "$HELM_VERSION" >"$SCRATCH/helm/go.mod"
+  out="$SCRATCH/helm/out"
+  mkdir -p "$out"
+  ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  (cd "$SCRATCH/helm" && go build -trimpath -ldflags "$ldflags" -o "$out/helm" helm.sh/helm/v3/cmd/helm)
+  install_dir "$out" "$HELM_DIR"
+}
+
+# Moves one finished binary into the cache by rename, so a half-written file never looks cached.
+install_file() {
+  mkdir -p "$(dirname "$2")"
+  mv "$1" "$2.partial"
+  mv "$2.partial" "$2"
+  log "installed $2"
+}
+
 # Moves a finished build into the cache in one rename, so a half-built directory never looks cached.
 install_dir() {
   local from="$1" to="$2"
@@ -143,5 +177,6 @@ install_dir() {
 start=$SECONDS
 k8s_cached || build_k8s
 etcd_cached || build_etcd
+helm_cached || build_helm
 log "done in $((SECONDS - start))s"
 print_locations
