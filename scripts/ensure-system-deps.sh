@@ -15,6 +15,25 @@ command -v curl >/dev/null 2>&1 || need+=(curl)         # scripts/versitygw.sh r
 if [ "${FFOP_NEED_POSTGRES:-0}" = 1 ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 fi
+# scripts/build-images.sh: mmdebstrap makes the images' Debian root filesystem, buildah assembles and
+# exports them (as root: kernel overlay storage, no uidmap or fuse-overlayfs), runc runs them to try
+# them (podman, optional, takes the same containers.conf).
+if [ "${FFOP_NEED_IMAGES:-0}" = 1 ]; then
+  command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+  command -v buildah >/dev/null 2>&1 || need+=(buildah)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+fi
+# e2e/node (a real test node): containerd with runc and the CNI plugins, iptables and iproute2 for pod
+# networking, a static libc to build the pause image.
+if [ "${FFOP_NEED_NODE:-0}" = 1 ]; then
+  command -v containerd >/dev/null 2>&1 || need+=(containerd)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
+  command -v ip >/dev/null 2>&1 || need+=(iproute2)
+  command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+  command -v gcc >/dev/null 2>&1 && [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(gcc libc6-dev)
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

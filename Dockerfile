@@ -1,0 +1,88 @@
+# The service image: the HTTP API (default command) and the operator, for cluster mode.
+#   API:      node /app/dist/api/cluster-main.js   (the default CMD)
+#   operator: node /app/dist/operator/main.js      (set as the container's command)
+#
+# The same image as `scripts/build-images.sh` builds without Docker (localhost/ffmpeg-operator): the
+# development machines have no container engine and build it with that script, so this file is not
+# built there. Keep the two in step: same layers (Debian bookworm with ffmpeg and bubblewrap, Node 22,
+# production node_modules, compiled dist/ + seccomp.bpf), same settings. The runner image is
+# runner-image/Dockerfile; the two differ only in user, writable folder and command.
+#
+# Build from the repository root:
+#   docker build -t ffmpeg-operator:dev .
+#
+# Runtime: user 10000 (numeric, for runAsNonRoot; set runAsGroup too). Its one writable place is the
+# data folder FFOP_DATA_DIR=/data (the confinement's start-up self-test, working folders): mount an
+# emptyDir there with readOnlyRootFilesystem: true. The operator probes files with ffprobe confined by
+# bubblewrap, which is why ffmpeg and bubblewrap are here too.
+ARG NODE_VERSION=22.23.3
+
+# --- build: compile TypeScript to dist/ (scripts/build.sh), then the production node_modules ---
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# No lifecycle scripts: nothing the application needs builds at install time.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.sh scripts/
+COPY api/ api/
+COPY operator/ operator/
+COPY core/ core/
+COPY runner-image/ runner-image/
+RUN bash scripts/build.sh \
+    && find dist -name '*.map' -delete && rm -f dist/.tsbuildinfo
+# Production packages only, without type declarations, source maps and the compilers (typescript is
+# an optional peer of valibot; tsx and esbuild only run the sources, which the image does not hold).
+RUN rm -rf node_modules \
+    && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+    && rm -rf node_modules/typescript node_modules/tsx node_modules/esbuild node_modules/@esbuild \
+    && find node_modules -path '*/swagger-ui-dist' -prune -o -type f \
+       \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -exec rm -f {} +
+
+# --- the seccomp filter, compiled once with libseccomp's Python binding (the image needs no python) ---
+FROM debian:bookworm-slim AS seccomp
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3-seccomp \
+    && rm -rf /var/lib/apt/lists/*
+COPY core/confine/seccomp-filter.py /seccomp-filter.py
+RUN /usr/bin/python3 /seccomp-filter.py > /seccomp.bpf
+
+FROM node:${NODE_VERSION}-bookworm-slim AS node
+
+# --- runtime ---
+FROM debian:bookworm-slim
+# Debian's ffmpeg/ffprobe and bubblewrap, which confines them. Unpinned on purpose: bookworm-security
+# replaces the package version, and a pinned one would stop resolving. usr-is-merged keeps usrmerge
+# (and perl) out. Mesa's OpenGL drivers (and LLVM, ~160 MB) come in through libGL, which ffmpeg links
+# but never uses without a display: removed (--force-depends: nothing else needs them). Named users
+# for the numeric ids the two images run as.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ffmpeg bubblewrap ca-certificates usr-is-merged \
+    && dpkg --purge --force-depends libgl1-mesa-dri libllvm15 libz3-4 \
+    && rm -rf /var/lib/apt/lists/* /var/log/* \
+    && printf '%s\n' 'ffop:x:10000:10000:ffmpeg-operator:/data:/usr/sbin/nologin' \
+       'runner:x:10001:10001:ffmpeg-operator runner:/work:/usr/sbin/nologin' >> /etc/passwd \
+    && printf '%s\n' 'ffop:x:10000:' 'runner:x:10001:' >> /etc/group
+# Node only (no npm, no corepack).
+COPY --from=node /usr/local/bin/node /usr/local/bin/node
+COPY --from=build /src/node_modules /app/node_modules
+# package.json: "type": "module" for dist/.
+COPY --from=build /src/package.json /app/package.json
+COPY --from=build /src/dist /app/dist
+COPY --from=seccomp /seccomp.bpf /app/seccomp.bpf
+
+ENV NODE_ENV=production \
+    FFOP_DATA_DIR=/data \
+    FFMPEG_PATH=/usr/bin/ffmpeg \
+    FFPROBE_PATH=/usr/bin/ffprobe \
+    FFOP_SECCOMP_PROGRAM=/app/seccomp.bpf
+
+# /data exists and belongs to the service even when nothing is mounted there (docker run).
+RUN mkdir -p /data && chown 10000:10000 /data
+USER 10000:10000
+WORKDIR /app
+EXPOSE 8080
+
+CMD ["node", "/app/dist/api/cluster-main.js"]
