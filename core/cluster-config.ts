@@ -1,6 +1,15 @@
 // Cluster-mode settings (on top of core/config.ts): where the resources live and how runners report.
 import { hostname } from 'node:os';
 
+/** A pod toleration, as Kubernetes spells it (checked here so a typo stops the operator at start, not every Job). */
+export interface Toleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  tolerationSeconds?: number;
+}
+
 export interface ClusterConfig {
   namespace: string;
   runnerImage: string;
@@ -13,9 +22,19 @@ export interface ClusterConfig {
   runnerMemoryLimit: string | undefined;
   /** 'bwrap': runner pods must confine ffmpeg with bubblewrap; 'bwrap-or-pod': the pod is the boundary where they cannot. */
   runnerConfinement: 'bwrap' | 'bwrap-or-pod';
+  /** Where runner pods may be scheduled (FFOP_RUNNER_NODE_SELECTOR, JSON object). */
+  runnerNodeSelector: Record<string, string> | undefined;
+  /** FFOP_RUNNER_TOLERATIONS, JSON array of tolerations. */
+  runnerTolerations: Toleration[] | undefined;
+  /** FFOP_RUNNER_PRIORITY_CLASS: priorityClassName of runner pods. */
+  runnerPriorityClass: string | undefined;
+  /** FFOP_RUNNER_HOST_NETWORK: runner pods use the node's network (single-node test clusters without a pod network). */
+  runnerHostNetwork: boolean;
 }
 
-export function loadClusterConfig(env: Record<string, string | undefined> = process.env): ClusterConfig {
+type Env = Record<string, string | undefined>;
+
+export function loadClusterConfig(env: Env = process.env): ClusterConfig {
   const need = (name: string) => {
     const value = env[name];
     if (!value) throw new Error(`${name} must be set in cluster mode`);
@@ -29,6 +48,10 @@ export function loadClusterConfig(env: Record<string, string | undefined> = proc
     identity: env.POD_NAME ?? `${hostname()}-${process.pid}`,
     runnerMemoryLimit: env.FFOP_RUNNER_MEMORY_LIMIT || undefined,
     runnerConfinement: runnerConfinement(env.FFOP_RUNNER_CONFINEMENT),
+    runnerNodeSelector: nodeSelector(env, 'FFOP_RUNNER_NODE_SELECTOR'),
+    runnerTolerations: tolerations(env, 'FFOP_RUNNER_TOLERATIONS'),
+    runnerPriorityClass: env.FFOP_RUNNER_PRIORITY_CLASS || undefined,
+    runnerHostNetwork: bool(env, 'FFOP_RUNNER_HOST_NETWORK'),
   };
 }
 
@@ -36,4 +59,59 @@ function runnerConfinement(raw: string | undefined): 'bwrap' | 'bwrap-or-pod' {
   if (raw === undefined || raw === '' || raw === 'bwrap-or-pod') return 'bwrap-or-pod';
   if (raw === 'bwrap') return 'bwrap';
   throw new Error(`FFOP_RUNNER_CONFINEMENT must be "bwrap" or "bwrap-or-pod", got "${raw}"`);
+}
+
+function bool(env: Env, name: string): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new Error(`${name} must be true or false, got "${env[name]}"`);
+}
+
+/** Parses a JSON setting; empty means unset. */
+function json(env: Env, name: string, example: string): unknown {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch (err) {
+    throw new Error(`${name} is not valid JSON (${(err as Error).message}); expected e.g. ${example}`);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function nodeSelector(env: Env, name: string): Record<string, string> | undefined {
+  const example = `{"node-pool":"media"}`;
+  const value = json(env, name, example);
+  if (value === undefined) return undefined;
+  if (!isObject(value)) throw new Error(`${name} must be a JSON object of label names to values, e.g. ${example}`);
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v !== 'string') throw new Error(`${name}: the value of "${key}" must be a string, got ${JSON.stringify(v)}`);
+  }
+  return value as Record<string, string>;
+}
+
+const TOLERATION_FIELDS = new Set(['key', 'operator', 'value', 'effect', 'tolerationSeconds']);
+const OPERATORS = ['Exists', 'Equal'];
+const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+function tolerations(env: Env, name: string): Toleration[] | undefined {
+  const example = `[{"key":"media","operator":"Exists","effect":"NoSchedule"}]`;
+  const value = json(env, name, example);
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) throw new Error(`${name} must be a JSON array of tolerations, e.g. ${example}`);
+  value.forEach((t, i) => {
+    const at = `${name}[${i}]`;
+    if (!isObject(t)) throw new Error(`${at} must be an object, e.g. ${example}`);
+    for (const [field, v] of Object.entries(t)) {
+      if (!TOLERATION_FIELDS.has(field)) throw new Error(`${at} has an unknown field "${field}" (known: ${[...TOLERATION_FIELDS].join(', ')})`);
+      if (field === 'tolerationSeconds' ? !Number.isInteger(v) : typeof v !== 'string') {
+        throw new Error(`${at}.${field} must be ${field === 'tolerationSeconds' ? 'an integer' : 'a string'}, got ${JSON.stringify(v)}`);
+      }
+    }
+    if (t.operator !== undefined && !OPERATORS.includes(t.operator as string)) throw new Error(`${at}.operator must be one of ${OPERATORS.join(', ')}, got "${t.operator}"`);
+    if (t.effect !== undefined && t.effect !== '' && !EFFECTS.includes(t.effect as string)) throw new Error(`${at}.effect must be one of ${EFFECTS.join(', ')}, got "${t.effect}"`);
+  });
+  return value as Toleration[];
 }

@@ -38,6 +38,12 @@ const operator = startOperator({
   maxMemoryBytes: config.maxMemoryBytes,
   podMemoryLimit: cluster.runnerMemoryLimit,
   runnerConfinement: cluster.runnerConfinement,
+  runnerPlacement: {
+    nodeSelector: cluster.runnerNodeSelector,
+    tolerations: cluster.runnerTolerations,
+    priorityClassName: cluster.runnerPriorityClass,
+    hostNetwork: cluster.runnerHostNetwork,
+  },
   abandonedUploadSeconds: config.abandonedUploadSeconds,
   prober,
 });

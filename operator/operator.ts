@@ -10,7 +10,7 @@ import { FilesRepo } from '../core/files/files-repo.ts';
 import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { LEADER_LEASE } from '../core/k8s/names.ts';
 import type { Storage } from '../core/storage/storage.ts';
-import { KubernetesBackend } from './backends/kubernetes-backend.ts';
+import { KubernetesBackend, type KubernetesBackendOptions } from './backends/kubernetes-backend.ts';
 import { CommandResources } from './cluster/command-resources.ts';
 import { electLeader } from './cluster/leader-election.ts';
 import { FileTasks } from './file-tasks.ts';
@@ -39,6 +39,8 @@ export interface OperatorOptions {
   maxMemoryBytes?: number;
   podMemoryLimit?: string;
   runnerConfinement?: 'bwrap' | 'bwrap-or-pod';
+  /** Runner pod placement, passed to KubernetesBackendOptions as they are. */
+  runnerPlacement?: Pick<KubernetesBackendOptions, 'nodeSelector' | 'tolerations' | 'priorityClassName' | 'hostNetwork'>;
   /** Confined ffprobe for stored and uploaded files. */
   prober: FileProber;
 }
@@ -83,6 +85,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       maxMemoryBytes: o.maxMemoryBytes,
       podMemoryLimit: o.podMemoryLimit,
       runnerConfinement: o.runnerConfinement,
+      ...o.runnerPlacement,
     });
     const r = new Reconciler({
       commands,

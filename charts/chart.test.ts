@@ -1,0 +1,242 @@
+// The Helm chart against a real kube-apiserver (e2e/control-plane): lint, every rendered document
+// validated by a server-side dry run, the values schema's refusals, the single sources of the CRD and
+// rbac.yaml, and generated keys that survive `helm upgrade`.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAllYaml, type V1Deployment } from '@kubernetes/client-node';
+import { loadClusterConfig } from '../core/cluster-config.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const CHART = join(ROOT, 'charts', 'ffmpeg-operator');
+const CONTROL_PLANE = join(ROOT, 'e2e', 'control-plane');
+const NS = 'ffop-chart-test';
+
+const REQUIRED = {
+  'database.url': 'postgres://ffmpeg:pw@postgres.db.svc:5432/ffmpeg',
+  's3.endpoint': 'https://s3.example.com',
+  's3.bucket': 'media',
+  's3.accessKey': 'AKEXAMPLE',
+  's3.secretKey': 'secret-example',
+};
+/** Every optional feature on. */
+const EVERYTHING = {
+  'database.existingSecret': 'db',
+  's3.existingSecret': 's3',
+  'jobToken.existingSecret': 'keys',
+  'signingKey.existingSecret': 'keys',
+  'api.ingress.enabled': 'true',
+  'api.ingress.className': 'nginx',
+  'api.ingress.hosts[0].host': 'ffmpeg.example.com',
+  'api.ingress.tls[0].secretName': 'ffmpeg-tls',
+  'api.ingress.tls[0].hosts[0]': 'ffmpeg.example.com',
+  'api.autoscaling.enabled': 'true',
+  hostNetwork: 'true',
+  'runner.hostNetwork': 'true',
+  'runner.nodeSelector.node-pool': 'media',
+  'runner.tolerations[0].key': 'media',
+  'runner.tolerations[0].operator': 'Exists',
+  'runner.tolerations[0].effect': 'NoSchedule',
+  'runner.priorityClassName': 'batch-low',
+  'runner.memoryLimit': '6Gi',
+  'runner.confinement': 'bwrap',
+  'networkPolicy.storage.cidrs[0]': '10.20.0.0/16',
+  'networkPolicy.extraEgress[0].ports[0].port': '9000',
+  'extraEnv[0].name': 'FFOP_LOG_EXTRA',
+  'extraEnv[0].value': 'x',
+  'podAnnotations.team': 'media',
+  'nodeSelector.kubernetes\\.io/os': 'linux',
+  'tolerations[0].operator': 'Exists',
+  'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key': 'kubernetes.io/arch',
+  'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator': 'In',
+  'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]': 'amd64',
+  'allowAddresses[0]': '10.20.0.0/16',
+  'api.trustedProxies[0]': '10.0.0.1',
+};
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(program: string, args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    // stdin only when there is input: a program that exits without reading it would EPIPE us.
+    const child = spawn(program, args, { env: { ...process.env, ...opts.env }, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin?.end(opts.input);
+  });
+}
+
+async function ok(program: string, args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<string> {
+  const r = await run(program, args, opts);
+  assert.equal(r.code, 0, `${program} ${args.join(' ')} failed:\n${r.stderr}${r.stdout}`);
+  return r.stdout;
+}
+
+const sets = (values: Record<string, string>) => Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
+
+describe('the Helm chart', () => {
+  let stateDir = '';
+  let env: Record<string, string> = {};
+  let helmBin = '';
+  let kubectlBin = '';
+  const helm = (...args: string[]) => run(helmBin, args, { env });
+  const kubectl = (args: string[], input?: string) => ok(kubectlBin, args, { input, env });
+  const template = async (values: Record<string, string>) => ok(helmBin, ['template', 'ffmpeg-operator', CHART, '-n', NS, ...sets(values)], { env });
+
+  before(async () => {
+    stateDir = await mkdtemp(join(tmpdir(), 'ffop-chart-test-'));
+    const built = Object.fromEntries((await ok('bash', [join(CONTROL_PLANE, 'build.sh')])).trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)));
+    helmBin = join(built.FFOP_HELM_BIN_DIR, 'helm');
+    const controlPlane = join(stateDir, 'kcp');
+    await ok(join(CONTROL_PLANE, 'start.sh'), [controlPlane], { env: { ...built, FFOP_KCP_OWNER_PID: String(process.pid) } });
+    const [kubeconfig, kubectlPath] = (await ok('bash', ['-c', 'set -a; . "$1"; printf "%s\\0%s" "$KUBECONFIG" "$KUBECTL"', 'read-env', join(controlPlane, 'env')])).split('\0');
+    kubectlBin = kubectlPath;
+    // Helm keeps its cache and config in the state dir, not in $HOME.
+    env = { KUBECONFIG: kubeconfig, HELM_CACHE_HOME: join(stateDir, 'helm-cache'), HELM_CONFIG_HOME: join(stateDir, 'helm-config'), HELM_DATA_HOME: join(stateDir, 'helm-data') };
+    await kubectl(['apply', '--server-side', '-f', join(CHART, 'crds')]);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ffmpegcommands.ffmpeg-operator.dev']);
+    await kubectl(['create', 'namespace', NS]);
+  });
+
+  after(async () => {
+    if (!stateDir) return;
+    await run(join(CONTROL_PLANE, 'stop.sh'), [join(stateDir, 'kcp')]).catch(() => {});
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  test('helm lint --strict passes with the required values', async () => {
+    const r = await helm('lint', '--strict', CHART, ...sets(REQUIRED));
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+  });
+
+  for (const [what, values] of [
+    ['defaults and the required values', REQUIRED],
+    ['every optional feature on', EVERYTHING],
+  ] as const) {
+    test(`renders with ${what}, and the API server accepts every document (server-side dry run, strict validation)`, async () => {
+      const rendered = await template({ ...(values === EVERYTHING ? { 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'] } : {}), ...values });
+      const out = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', NS, '-f', '-'], rendered);
+      const kinds = loadAllYaml(rendered).filter(Boolean).map((d: { kind: string }) => d.kind);
+      for (const kind of ['ServiceAccount', 'Role', 'RoleBinding', 'Deployment', 'Service', 'PodDisruptionBudget', 'NetworkPolicy']) {
+        assert.ok(kinds.includes(kind), `${kind} rendered`);
+      }
+      assert.equal(out.trim().split('\n').length, kinds.length, out);
+    });
+  }
+
+  test('with every feature on: HPA, Ingress, existing Secrets, host network, runner placement the operator can parse', async () => {
+    const docs = loadAllYaml(await template({ 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'], ...EVERYTHING })).filter(Boolean);
+    const kinds = docs.map((d: { kind: string }) => d.kind);
+    assert.ok(kinds.includes('HorizontalPodAutoscaler') && kinds.includes('Ingress'));
+    assert.ok(!kinds.includes('Secret'), 'existing Secrets replace every chart Secret');
+    const operator = docs.find((d: V1Deployment) => d.kind === 'Deployment' && d.metadata?.name?.endsWith('-operator')) as V1Deployment;
+    const api = docs.find((d: V1Deployment) => d.kind === 'Deployment' && d.metadata?.name?.endsWith('-api')) as V1Deployment;
+    assert.equal(api.spec!.replicas, undefined, 'the HPA owns the replica count');
+    for (const d of [api, operator]) {
+      assert.equal(d.spec!.template.spec!.hostNetwork, true);
+      assert.equal(d.spec!.template.spec!.dnsPolicy, 'ClusterFirstWithHostNet');
+    }
+    const container = operator.spec!.template.spec!.containers[0];
+    const plain = Object.fromEntries(container.env!.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+    const cluster = loadClusterConfig({ ...plain, FFOP_JOB_TOKEN_SECRET: 'from-the-secret' });
+    assert.deepEqual(cluster.runnerNodeSelector, { 'node-pool': 'media' });
+    assert.deepEqual(cluster.runnerTolerations, [{ key: 'media', operator: 'Exists', effect: 'NoSchedule' }]);
+    assert.equal(cluster.runnerPriorityClass, 'batch-low');
+    assert.equal(cluster.runnerHostNetwork, true);
+    assert.equal(cluster.runnerMemoryLimit, '6Gi');
+    assert.equal(cluster.runnerConfinement, 'bwrap');
+    assert.equal(cluster.namespace, NS);
+    assert.equal(cluster.reportUrl, `http://ffmpeg-operator-api.${NS}.svc:8080/internal/v1/job-events`);
+    assert.equal(plain.FFOP_PUBLIC_URL, 'https://ffmpeg.example.com');
+    const secretRefs = container.env!.filter((e) => e.valueFrom?.secretKeyRef).map((e) => [e.name, e.valueFrom!.secretKeyRef!.name]);
+    assert.deepEqual(Object.fromEntries(secretRefs), {
+      FFOP_DATABASE_URL: 'db', FFOP_S3_ACCESS_KEY: 's3', FFOP_S3_SECRET_KEY: 's3', FFOP_JOB_TOKEN_SECRET: 'keys', FFOP_SIGNING_KEY: 'keys',
+    });
+    // Placement of the operator's own pods is not the runners' one.
+    assert.deepEqual(operator.spec!.template.spec!.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  });
+
+  test('defaults: operator Unconfined (bubblewrap), API RuntimeDefault, non-root, read-only root, no capabilities', async () => {
+    const docs = loadAllYaml(await template(REQUIRED)).filter(Boolean);
+    const deployments = docs.filter((d: V1Deployment) => d.kind === 'Deployment') as V1Deployment[];
+    for (const d of deployments) {
+      const pod = d.spec!.template.spec!;
+      const c = pod.containers[0];
+      assert.equal(pod.securityContext!.runAsNonRoot, true);
+      assert.equal(pod.securityContext!.seccompProfile!.type, 'RuntimeDefault');
+      assert.equal(c.securityContext!.readOnlyRootFilesystem, true);
+      assert.deepEqual(c.securityContext!.capabilities!.drop, ['ALL']);
+      assert.equal(c.securityContext!.allowPrivilegeEscalation, false);
+      assert.ok(!pod.hostNetwork);
+      const seccomp = c.securityContext!.seccompProfile?.type;
+      assert.equal(seccomp, d.metadata!.name!.endsWith('-operator') ? 'Unconfined' : undefined, d.metadata!.name);
+    }
+    const operator = deployments.find((d) => d.metadata!.name!.endsWith('-operator'))!;
+    assert.equal(operator.spec!.replicas, 2);
+    assert.equal(operator.spec!.template.spec!.containers[0].env!.find((e) => e.name === 'POD_NAME')!.valueFrom!.fieldRef!.fieldPath, 'metadata.name');
+  });
+
+  describe('values.schema.json refuses wrong values with a clear message', () => {
+    const { 'database.url': _, ...withoutDatabaseUrl } = REQUIRED;
+    const cases: [string, string[], RegExp[]][] = [
+      ['replicaCount not a number', sets({ ...REQUIRED, 'api.replicaCount': 'two' }), [/at '\/api\/replicaCount': got string, want integer/]],
+      ['an unknown top-level key', [...sets(REQUIRED), '--set', 'replicas=2'], [/at '': additional properties 'replicas' not allowed/]],
+      ['an unknown key in api', [...sets(REQUIRED), '--set', 'api.replica=2'], [/at '\/api': additional properties 'replica' not allowed/]],
+      ['no database URL and no existingSecret', sets(withoutDatabaseUrl), [/at '\/database': missing property 'url'/]],
+      ['an empty database URL', sets({ ...REQUIRED, 'database.url': '' }), [/at '\/database\/url': minLength: got 0, want 1/]],
+      ['no S3 settings at all', sets({ 'database.url': REQUIRED['database.url'] }), [/at '\/s3': missing properties 'endpoint', 'bucket'/, /at '\/s3': missing properties 'accessKey', 'secretKey'/]],
+      ['an unknown runner confinement', sets({ ...REQUIRED, 'runner.confinement': 'none' }), [/at '\/runner\/confinement': value must be one of 'bwrap-or-pod', 'bwrap'/]],
+      ['a toleration with a bad operator', sets({ ...REQUIRED, 'runner.tolerations[0].operator': 'In' }), [/at '\/runner\/tolerations\/0\/operator': value must be one of 'Exists', 'Equal'/]],
+    ];
+    for (const [what, args, messages] of cases) {
+      test(what, async () => {
+        const r = await helm('template', 'x', CHART, ...args);
+        assert.notEqual(r.code, 0, 'helm accepted it');
+        assert.match(r.stderr, /values don't meet the specifications of the schema/);
+        for (const message of messages) assert.match(r.stderr, message);
+      });
+    }
+  });
+
+  test('the chart CRD is crds/ffmpegcommand.yaml, byte for byte', async () => {
+    assert.equal(
+      await readFile(join(CHART, 'crds', 'ffmpegcommand.yaml'), 'utf8'),
+      await readFile(join(ROOT, 'crds', 'ffmpegcommand.yaml'), 'utf8'),
+      'run charts/render-manifests.sh',
+    );
+  });
+
+  test('operator/manifests/rbac.yaml is the chart rendering for namespace ffmpeg-operator', async () => {
+    const rendered = await ok('bash', [join(ROOT, 'charts', 'render-manifests.sh'), '--stdout'], { env: { HELM: helmBin } });
+    assert.equal(await readFile(join(ROOT, 'operator', 'manifests', 'rbac.yaml'), 'utf8'), rendered, 'run charts/render-manifests.sh');
+  });
+
+  test('helm install, then upgrade: generated keys are kept; NOTES say how to get the first API key', async () => {
+    const release = 'ffop';
+    const installed = await helm('install', release, CHART, '-n', NS, ...sets(REQUIRED));
+    assert.equal(installed.code, 0, installed.stderr);
+    assert.match(installed.stdout, new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli.js accounts create acme`));
+    assert.match(installed.stdout, /node \/app\/dist\/api\/cli\.js keys create acme/);
+    assert.match(installed.stdout, /kubectl apply --server-side -f charts\/ffmpeg-operator\/crds\//);
+    const keys = async () => JSON.parse(await kubectl(['get', 'secret', '-n', NS, 'ffop-ffmpeg-operator-keys', '-o', 'jsonpath={.data}'])) as Record<string, string>;
+    const before = await keys();
+    assert.ok(Buffer.from(before['job-token-secret'], 'base64').length >= 32);
+    assert.ok(Buffer.from(before['signing-key'], 'base64').length >= 32);
+    const upgraded = await helm('upgrade', release, CHART, '-n', NS, ...sets({ ...REQUIRED, logLevel: 'debug' }));
+    assert.equal(upgraded.code, 0, upgraded.stderr);
+    assert.deepEqual(await keys(), before);
+    const uninstalled = await helm('uninstall', release, '-n', NS, '--wait');
+    assert.equal(uninstalled.code, 0, uninstalled.stderr);
+  });
+});
