@@ -58,6 +58,7 @@ try {
     maxOutputFileBytes: positive('FFOP_MAX_OUTPUT_FILE_BYTES'),
     maxMemoryBytes: positive('FFOP_MAX_MEMORY_BYTES'),
     maxOutputFiles: positive('FFOP_MAX_OUTPUT_FILES'),
+    podMemoryLimit: process.env.FFOP_POD_MEMORY_LIMIT || undefined,
   });
 } catch (err) {
   // No confinement, no ffmpeg: the step fails and says why.

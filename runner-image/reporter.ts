@@ -9,12 +9,20 @@ export interface Reporter {
   flush(): Promise<boolean>;
 }
 
-export function httpReporter(url: string, jobName: string, token: string): Reporter {
+export interface RetryTiming {
+  /** How long stages and the result are retried: an API rollout (helm upgrade) may leave no replica for a while. */
+  retryForMs: number;
+  firstDelayMs: number;
+  maxDelayMs: number;
+}
+const RETRY: RetryTiming = { retryForMs: 180_000, firstDelayMs: 500, maxDelayMs: 5_000 };
+
+export function httpReporter(url: string, jobName: string, token: string, retry: RetryTiming = RETRY): Reporter {
   let chain: Promise<boolean> = Promise.resolve(true);
   let resultDelivered = true;
   const post = async (event: RunnerEvent): Promise<boolean> => {
-    const attempts = event.type === 'progress' ? 1 : 5;
-    for (let i = 0; i < attempts; i++) {
+    const deadline = Date.now() + (event.type === 'progress' ? 0 : retry.retryForMs);
+    for (let delay = retry.firstDelayMs; ; delay = Math.min(delay * 2, retry.maxDelayMs)) {
       try {
         const res = await fetch(url, {
           method: 'POST',
@@ -28,9 +36,9 @@ export function httpReporter(url: string, jobName: string, token: string): Repor
       } catch {
         /* network error: retry */
       }
-      await new Promise((r) => setTimeout(r, 500 * 2 ** i));
+      if (Date.now() + delay > deadline) return false;
+      await new Promise((r) => setTimeout(r, delay));
     }
-    return false;
   };
   return {
     send(event) {

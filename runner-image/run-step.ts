@@ -16,6 +16,7 @@ import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.
 import { collectOutputs, listFiles } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
 import { ffmpegErrorText } from './ffmpeg-error.ts';
+import { oomKillCount } from './memory-cgroup.ts';
 
 export interface RunStepOptions {
   workRoot: string;
@@ -33,6 +34,8 @@ export interface RunStepOptions {
   maxMemoryBytes?: number;
   /** Most files a playlist or OUTPUT_FOLDER output may hold; default 1000. */
   maxOutputFiles?: number;
+  /** Cluster mode: the pod's memory limit as Kubernetes writes it (e.g. "4608Mi"), named when it kills ffmpeg. */
+  podMemoryLimit?: string;
 }
 
 
@@ -65,6 +68,8 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     const memoryBytes = o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
 
     o.emit({ type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
+    // A kill by the pod's OOM killer shows as a higher count afterwards.
+    const oomKillsBefore = o.podMemoryLimit ? await oomKillCount() : null;
     const run = await runFfmpeg({
       argv,
       folder: dir,
@@ -88,7 +93,15 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       throw new StepFailure(ErrorStatus.FFMPEG_TIMEOUT, `ffmpeg ran longer than max_command_run_seconds (${spec.timeoutSeconds} s) and was stopped`);
     }
     if (run.aborted) throw new StepFailure(ErrorStatus.INTERRUPTED, 'the step was cancelled while ffmpeg ran');
-    if (run.exitCode !== 0) throw new StepFailure(ErrorStatus.FFMPEG_FAILED, ffmpegFailure(run, { memoryBytes, fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES }));
+    if (run.exitCode !== 0) {
+      if (o.podMemoryLimit && (await oomKillCount() ?? 0) > (oomKillsBefore ?? Infinity)) {
+        throw new StepFailure(
+          ErrorStatus.FFMPEG_FAILED,
+          `ffmpeg was killed for going over the step's memory limit of ${o.podMemoryLimit} (the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT): ${ffmpegErrorText(run.stderrTail)}`,
+        );
+      }
+      throw new StepFailure(ErrorStatus.FFMPEG_FAILED, ffmpegFailure(run, { memoryBytes, fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES }));
+    }
 
     o.emit({ type: 'stage', stage: ProcessingStage.UPLOADING });
     const prober = new FileProber({ confinement: o.confinement, uid: o.uid, memoryBytes, ffprobePath: o.ffprobePath });

@@ -14,6 +14,7 @@ import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
 import { LABELS, MANAGED_BY, RUNNER_CONTAINER, RUNNER_ENV, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
 import { keepInformer, type KeptInformer } from '../cluster/watch.ts';
 import { parseJobName, type JobBackend, type JobListener, type JobRef, type JobRequest } from './job-backend.ts';
+import type { Toleration } from '../../core/cluster-config.ts';
 
 export interface KubernetesBackendOptions {
   kubeconfig: KubeConfig;
@@ -42,6 +43,12 @@ export interface KubernetesBackendOptions {
   podMemoryLimit?: string;
   /** 'bwrap' requires bubblewrap in the pod; 'bwrap-or-pod' (default) lets the pod be the boundary where it cannot run. */
   runnerConfinement?: 'bwrap' | 'bwrap-or-pod';
+  /** Where runner pods may run (FFOP_RUNNER_NODE_SELECTOR, FFOP_RUNNER_TOLERATIONS, FFOP_RUNNER_PRIORITY_CLASS). */
+  nodeSelector?: Record<string, string>;
+  tolerations?: Toleration[];
+  priorityClassName?: string;
+  /** FFOP_RUNNER_HOST_NETWORK: runner pods use the node's network (single-node test clusters). */
+  hostNetwork?: boolean;
 }
 
 const FIELD_MANAGER = 'ffmpeg-operator';
@@ -119,6 +126,8 @@ export class KubernetesBackend implements JobBackend {
     };
     const cpu = String(request.vcpus);
     const memoryBytes = this.o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
+    // ffmpeg's own rlimit plus room for the runner (Node) itself.
+    const memoryLimit = this.o.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`;
     const job: V1Job = {
       apiVersion: 'batch/v1',
       kind: 'Job',
@@ -138,6 +147,11 @@ export class KubernetesBackend implements JobBackend {
             restartPolicy: 'Never',
             serviceAccountName: SERVICE_ACCOUNTS.runner,
             automountServiceAccountToken: false,
+            nodeSelector: this.o.nodeSelector,
+            tolerations: this.o.tolerations,
+            priorityClassName: this.o.priorityClassName,
+            // On the node's network a pod still resolves the API's Service name only with this DNS policy.
+            ...(this.o.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
             securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
             containers: [
               {
@@ -152,12 +166,13 @@ export class KubernetesBackend implements JobBackend {
                   { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES) },
                   { name: 'FFOP_MAX_OUTPUT_FILES', value: String(this.o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES) },
                   { name: 'FFOP_MAX_MEMORY_BYTES', value: String(memoryBytes) },
+                  // Named in the step's error when the kernel kills ffmpeg for going over it.
+                  { name: 'FFOP_POD_MEMORY_LIMIT', value: memoryLimit },
                   { name: 'FFOP_RUNNER_CONFINEMENT', value: this.o.runnerConfinement ?? POD_FALLBACK },
                 ],
                 resources: {
                   requests: { cpu },
-                  // ffmpeg's own rlimit plus room for the runner (Node) itself.
-                  limits: { cpu, memory: this.o.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' },
+                  limits: { cpu, memory: memoryLimit, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' },
                 },
                 securityContext: {
                   allowPrivilegeEscalation: false,
@@ -250,6 +265,13 @@ export class KubernetesBackend implements JobBackend {
     try {
       const pods = await this.core.listNamespacedPod({ namespace: this.o.namespace, labelSelector: `job-name=${job.metadata!.name}` });
       const terminated = pods.items.flatMap((p) => p.status?.containerStatuses ?? []).map((s) => s.state?.terminated).find(Boolean);
+      if (terminated?.reason === 'OOMKilled') {
+        const limit = job.spec?.template.spec?.containers[0]?.resources?.limits?.memory;
+        return {
+          errorStatus: ErrorStatus.FFMPEG_FAILED,
+          errorMessage: `the step went over its memory limit of ${limit} (the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT) and its runner was killed`,
+        };
+      }
       if (terminated) detail = `the runner exited with code ${terminated.exitCode}${terminated.message ? `: ${terminated.message.trim().slice(-1000)}` : ''}`;
     } catch {
       /* keep the Job's own words */
