@@ -36,11 +36,12 @@ export interface MediaServer {
 }
 
 /**
- * Serves the files that `populate` writes into a fresh folder, on 127.0.0.1; `/slow/<name>` trickles
+ * Serves the files that `populate` writes into a fresh folder, on 127.0.0.1 (or `host`, e.g. a test
+ * node's address that its pods reach); `/slow/<name>` trickles
  * them over ~3 s; `?redirect_to=<url>` on any path answers 302 to that URL; missing files answer 404.
  * close() stops the server and removes the folder.
  */
-export async function startMediaServer(populate: (dir: string) => Promise<unknown>): Promise<MediaServer> {
+export async function startMediaServer(populate: (dir: string) => Promise<unknown>, host = '127.0.0.1'): Promise<MediaServer> {
   const dir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
   await populate(dir);
   const requests: string[] = [];
@@ -69,12 +70,12 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
       res.writeHead(404).end('not found');
     }
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     dir,
-    allowEntry: `127.0.0.1:${port}`,
+    allowEntry: `${host}:${port}`,
     requests,
     close: async () => {
       await new Promise<void>((r) => {

@@ -35,7 +35,16 @@ FFOP_TEST_DATABASE_URL=$pg_url run "${dbtests[@]}" || status=1
 if [ "${FFOP_SKIP_CLUSTER_TESTS:-0}" != 1 ]; then
   echo "== cluster tests (kube-apiserver, kube-controller-manager, etcd; PostgreSQL)"
   bash e2e/control-plane/build.sh >/dev/null
-  mapfile -t clustertests < <(find crds e2e/cluster -name '*.test.ts' | sort)
+  mapfile -t clustertests < <(find crds charts e2e/cluster -name '*.test.ts' | sort)
   FFOP_TEST_DATABASE_URL=$pg_url run "${clustertests[@]}" || status=1
+fi
+
+# The Helm chart installed on a real node (kubelet, containerd, runc) with the images built here, in a
+# sandbox of its own network, mount and PID namespaces (e2e/node/sandbox.sh). Needs root.
+if [ "${FFOP_SKIP_CLUSTER_TESTS:-0}" != 1 ] && [ "${FFOP_SKIP_NODE_TESTS:-0}" != 1 ]; then
+  echo "== real node tests (the chart on kubelet + containerd, images built by scripts/build-images.sh)"
+  FFOP_NEED_NODE=1 FFOP_NEED_IMAGES=1 bash scripts/ensure-system-deps.sh
+  mapfile -t nodetests < <(find e2e/node -name '*.node.test.ts' | sort)
+  bash e2e/node/sandbox.sh node --import tsx --test --test-concurrency=1 "${nodetests[@]}" || status=1
 fi
 exit $status

@@ -14,7 +14,9 @@ cache=${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}
 bin=$cache/versitygw
 port=${FFOP_S3_PORT:-7070}
 state=${FFOP_S3_DIR:-${TMPDIR:-/tmp}/ffop-versitygw-$port}
-endpoint=http://127.0.0.1:$port
+# FFOP_S3_HOST: a test node's pods reach it on the node sandbox's address (e2e/node/sandbox.sh).
+host=${FFOP_S3_HOST:-127.0.0.1}
+endpoint=http://$host:$port
 region=us-east-1
 
 build() {
@@ -56,7 +58,7 @@ start() {
   echo "${FFOP_S3_ACCESS_KEY:-ffop-test-access}" >"$state/access-key"
   echo "${FFOP_S3_SECRET_KEY:-ffop-test-secret-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')}" >"$state/secret-key"
   ROOT_ACCESS_KEY=$(cat "$state/access-key") ROOT_SECRET_KEY=$(cat "$state/secret-key") \
-    setsid "$bin" --port "127.0.0.1:$port" --region "$region" --quiet \
+    setsid "$bin" --port "$host:$port" --region "$region" --quiet \
     posix --sidecar "$state/meta" "$state/data" >"$state/log" 2>&1 </dev/null &
   echo $! >"$state/pid"
   for _ in $(seq 1 100); do
