@@ -1,50 +1,70 @@
 // `npm run cli -- <command>`: manage accounts and API keys in the service's database.
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { PLANS } from '../core/accounts/plans.ts';
+import { PlansRepo } from '../core/accounts/plans-repo.ts';
+import { GB, PlanError, type Plan, type PlanLimits } from '../core/accounts/plans.ts';
 import { loadConfig } from '../core/config.ts';
 import { openDatabase, type Database } from '../core/db/database.ts';
 import { adminSocketPath, runThroughAdminSocket } from './admin-socket.ts';
 
 const USAGE = `usage: npm run cli -- <command>
-  accounts create <name> [--plan free|pro]     create an account (default plan: free)
+  accounts create <name> [--plan <plan>]      create an account (default plan: free)
   accounts list                                list accounts with their plans
-  accounts set-plan <name> <plan>              change an account's plan
+  accounts set-plan <name> <plan>              change an account's plan (any plan in the database)
   keys create <account> [--env main] [--label text]   create an API key (printed once)
   keys list <account>                          list an account's keys (ids only)
   keys revoke <key-id | full key>              revoke a key
   plans                                        list plans and what they allow
+  plans create <name> --max-vcpus N --max-run-seconds N --requests-per-minute N
+        --storage-quota-gb N --processing-quota-gb N --private-files yes|no
+                                               create a plan (every limit is required)
+  plans set <name> [--max-vcpus N] [...]       change some limits of a plan (same options)
+Plan names are 1 to 40 of a-z, 0-9 and -. Limits are positive; GB = 10^9 bytes (may be decimal).
 The database is the service's (FFOP_DATA_DIR / FFOP_DATABASE_URL, as for the service). While the
 embedded service runs (PGlite allows one process), the command goes through its admin socket.`;
 
 /** Runs one CLI command. With `database` (the running service's admin socket) that database is used. */
 export async function runCli(argv: string[], out: (line: string) => void, opts: { database?: Database } = {}): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { plan: { type: 'string' }, env: { type: 'string' }, label: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  } catch (err) {
+    out(`error: ${(err as Error).message}`); // unknown option, or a value that looks like an option
+    return 2;
+  }
+  const { positionals, values } = parsed;
   const [group, action, ...rest] = positionals;
   if (values.help || !group) {
     out(USAGE);
     return group ? 0 : 2;
   }
-  if (group === 'plans') {
-    for (const p of Object.values(PLANS)) {
-      out(`${p.name}\tmax vCPUs ${p.maxVcpus}\tmax run ${p.maxCommandRunSeconds} s\tprivate files ${p.privateFiles ? 'yes' : 'no'}`);
-    }
-    return 0;
-  }
   const database = opts.database ?? (await openDatabase(loadConfig().databaseUrl));
   try {
     const accounts = new AccountsRepo(database.db);
+    const plans = new PlansRepo(database.db);
     const account = async (name: string | undefined) => {
       if (!name) throw new UsageError('missing account name');
       const found = await accounts.findAccountByName(name);
       if (!found) throw new UsageError(`no account named "${name}"`);
       return found;
     };
-    switch (`${group} ${action}`) {
+    switch (`${group} ${action ?? 'list'}`) {
+      case 'plans list':
+        for (const p of await plans.list()) out(planLine(p));
+        return 0;
+      case 'plans create': {
+        if (!rest[0]) throw new UsageError('missing plan name');
+        const limits = planLimits(values);
+        const missing = Object.keys(PLAN_OPTIONS).filter((o) => (values as Record<string, unknown>)[o] === undefined);
+        if (missing.length) throw new UsageError(`plans create needs every limit; missing ${missing.map((o) => `--${o}`).join(', ')}`);
+        out(`created plan ${planLine(await plans.create({ name: rest[0], ...(limits as PlanLimits) }))}`);
+        return 0;
+      }
+      case 'plans set': {
+        if (!rest[0]) throw new UsageError('missing plan name');
+        out(`changed plan ${planLine(await plans.update(rest[0], planLimits(values)))}`);
+        return 0;
+      }
       case 'accounts create': {
         if (!rest[0]) throw new UsageError('missing account name');
         const a = await accounts.createAccount(rest[0], values.plan ?? 'free');
@@ -85,7 +105,7 @@ export async function runCli(argv: string[], out: (line: string) => void, opts: 
         throw new UsageError(`unknown command "${positionals.join(' ')}"`);
     }
   } catch (err) {
-    if (err instanceof UsageError || (err as Error).message.startsWith('unknown plan') || (err as Error).message.startsWith('environment')) {
+    if (err instanceof UsageError || err instanceof PlanError || (err as Error).message.startsWith('environment')) {
       out(`error: ${(err as Error).message}`);
       return 2;
     }
@@ -96,6 +116,54 @@ export async function runCli(argv: string[], out: (line: string) => void, opts: 
 }
 
 class UsageError extends Error {}
+
+/** Plan limit options: the Plan field each sets, and how its value is written. */
+const PLAN_OPTIONS = {
+  'max-vcpus': ['maxVcpus', 'count'],
+  'max-run-seconds': ['maxCommandRunSeconds', 'count'],
+  'requests-per-minute': ['requestsPerMinute', 'count'],
+  'storage-quota-gb': ['storageQuotaBytes', 'gb'],
+  'processing-quota-gb': ['processingQuotaBytesPerMonth', 'gb'],
+  'private-files': ['privateFiles', 'yes|no'],
+} as const;
+
+const OPTIONS = {
+  plan: { type: 'string' },
+  env: { type: 'string' },
+  label: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  ...Object.fromEntries(Object.keys(PLAN_OPTIONS).map((o) => [o, { type: 'string' }])),
+} as const satisfies ParseArgsConfig['options'];
+
+/** The plan limits given on the command line; a bad value is a UsageError naming its option. */
+function planLimits(values: Record<string, unknown>): Partial<PlanLimits> {
+  const limits: Record<string, number | boolean> = {};
+  for (const [option, [field, kind]] of Object.entries(PLAN_OPTIONS)) {
+    const text = values[option];
+    if (typeof text !== 'string') continue;
+    if (kind === 'yes|no') {
+      if (text !== 'yes' && text !== 'no') throw new UsageError(`--${option} must be yes or no, not "${text}"`);
+      limits[field] = text === 'yes';
+    } else {
+      const n = kind === 'count' ? (/^\d+$/.test(text) ? Number(text) : NaN) : /^\d+(\.\d+)?$/.test(text) ? Math.round(Number(text) * GB) : NaN;
+      if (!(n >= 1)) throw new UsageError(`--${option} must be a positive ${kind === 'count' ? 'whole number' : 'number of GB'}, not "${text}"`);
+      limits[field] = n;
+    }
+  }
+  return limits;
+}
+
+function planLine(p: Plan): string {
+  return [
+    p.name,
+    `max vCPUs ${p.maxVcpus}`,
+    `max run ${p.maxCommandRunSeconds} s`,
+    `requests/min ${p.requestsPerMinute}`,
+    `storage ${p.storageQuotaBytes / GB} GB`,
+    `processing ${p.processingQuotaBytesPerMonth / GB} GB/month`,
+    `private files ${p.privateFiles ? 'yes' : 'no'}`,
+  ].join('\t');
+}
 
 /** From a shell: directly, or through the running service when it holds the embedded database. */
 async function main(argv: string[]): Promise<number> {

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { and, eq, isNull } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
-import { accounts, apiKeys } from '../db/schema.ts';
+import { accounts, apiKeys, plans } from '../db/schema.ts';
 import { generateKey, secretMatches, splitKey } from './api-keys.ts';
-import { KeyCache } from './key-cache.ts';
-import { planNamed, type Plan } from './plans.ts';
+import { sharedKeyCache, type KeyCache } from './key-cache.ts';
+import { type Plan } from './plans.ts';
+import { planOf, PlansRepo } from './plans-repo.ts';
 
 export interface Account {
   id: string;
@@ -21,46 +22,43 @@ export interface Caller {
 
 const ENVIRONMENT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
-/** One cache per database, whichever repo instance authenticates or revokes. */
-const cachesByDb = new WeakMap<Db, KeyCache<Caller>>();
-
 export class AccountsRepo {
   private readonly db: Db;
   private readonly keys: KeyCache<Caller>;
   constructor(db: Db) {
     this.db = db;
-    let cache = cachesByDb.get(db);
-    if (cache === undefined) {
-      cache = new KeyCache<Caller>();
-      cachesByDb.set(db, cache);
-    }
-    this.keys = cache;
+    this.keys = sharedKeyCache<Caller>(db);
+  }
+
+  /** Accounts with their plan's row: plans are read where they are used, so edits apply at once. */
+  private withPlan() {
+    return this.db.select({ account: accounts, plan: plans }).from(accounts).innerJoin(plans, eq(plans.name, accounts.plan));
   }
 
   async createAccount(name: string, plan: string): Promise<Account> {
-    const p = planNamed(plan);
+    const p = await new PlansRepo(this.db).require(plan);
     const id = randomUUID();
     await this.db.insert(accounts).values({ id, name, plan: p.name });
     return { id, name, plan: p };
   }
 
   async getAccount(id: string): Promise<Account | null> {
-    const [row] = await this.db.select().from(accounts).where(eq(accounts.id, id));
-    return row ? { id: row.id, name: row.name, plan: planNamed(row.plan) } : null;
+    const [row] = await this.withPlan().where(eq(accounts.id, id));
+    return row ? accountOf(row) : null;
   }
 
   async findAccountByName(name: string): Promise<Account | null> {
-    const [row] = await this.db.select().from(accounts).where(eq(accounts.name, name));
-    return row ? { id: row.id, name: row.name, plan: planNamed(row.plan) } : null;
+    const [row] = await this.withPlan().where(eq(accounts.name, name));
+    return row ? accountOf(row) : null;
   }
 
   async listAccounts(): Promise<Account[]> {
-    const rows = await this.db.select().from(accounts).orderBy(accounts.createdAt);
-    return rows.map((r) => ({ id: r.id, name: r.name, plan: planNamed(r.plan) }));
+    return (await this.withPlan().orderBy(accounts.createdAt)).map(accountOf);
   }
 
   async setPlan(accountId: string, plan: string): Promise<void> {
-    await this.db.update(accounts).set({ plan: planNamed(plan).name }).where(eq(accounts.id, accountId));
+    const p = await new PlansRepo(this.db).require(plan);
+    await this.db.update(accounts).set({ plan: p.name }).where(eq(accounts.id, accountId));
     this.keys.forgetAccount(accountId);
   }
 
@@ -98,17 +96,22 @@ export class AccountsRepo {
     const parts = splitKey(plaintext);
     if (!parts) return null;
     const [row] = await this.db
-      .select({ key: apiKeys, account: accounts })
+      .select({ key: apiKeys, account: accounts, plan: plans })
       .from(apiKeys)
       .innerJoin(accounts, eq(accounts.id, apiKeys.accountId))
+      .innerJoin(plans, eq(plans.name, accounts.plan))
       .where(and(eq(apiKeys.id, parts.id), isNull(apiKeys.revokedAt)));
     if (!row || !secretMatches(parts.secret, row.key.secretHash)) return null;
     const caller: Caller = {
-      account: { id: row.account.id, name: row.account.name, plan: planNamed(row.account.plan) },
+      account: accountOf(row),
       environment: row.key.environment,
       keyId: row.key.id,
     };
     this.keys.set(plaintext, caller, caller.keyId, caller.account.id);
     return caller;
   }
+}
+
+function accountOf(row: { account: typeof accounts.$inferSelect; plan: typeof plans.$inferSelect }): Account {
+  return { id: row.account.id, name: row.account.name, plan: planOf(row.plan) };
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KeyCache } from './key-cache.ts';
+import { KeyCache, sharedKeyCache } from './key-cache.ts';
 
 test('an authenticated key is remembered for the time to live, then looked up again', () => {
   let now = 0;
@@ -25,4 +25,16 @@ test('revoking a key or changing its account forgets it at once', () => {
   cache.forgetAccount('acct-1');
   assert.equal(cache.get('ffo_b_1'), undefined);
   assert.equal(cache.get('ffo_c_1'), 'c');
+});
+
+test('a plan edit forgets every cached caller; the cache is shared per owner (database)', () => {
+  const owner = {};
+  const cache = sharedKeyCache<string>(owner);
+  assert.equal(sharedKeyCache<string>(owner), cache);
+  assert.notEqual(sharedKeyCache<string>({}), cache);
+  cache.set('ffo_a_1', 'a', 'a', 'acct-1');
+  cache.set('ffo_b_1', 'b', 'b', 'acct-2');
+  cache.forgetAll();
+  assert.equal(cache.get('ffo_a_1'), undefined);
+  assert.equal(cache.get('ffo_b_1'), undefined);
 });

@@ -1,8 +1,8 @@
 // Authenticated API keys, remembered briefly so that a client polling a command does not cost a key
-// lookup in the database on every request. Shared by every AccountsRepo over the same database
-// (the API and the admin socket's CLI in embedded mode), so revoking a key or changing a plan there
-// takes effect at once. Another process (a cluster-mode CLI, another API replica) is seen within
-// the time to live.
+// lookup in the database on every request. Shared by every AccountsRepo and PlansRepo over the same
+// database (the API and the admin socket's CLI in embedded mode), so revoking a key, moving an account
+// to another plan or editing a plan there takes effect at once. Another process (a cluster-mode CLI,
+// another API replica) is seen within the time to live.
 import { createHash } from 'node:crypto';
 
 export const KEY_CACHE_TTL_MS = 5_000;
@@ -50,6 +50,23 @@ export class KeyCache<T> {
   forgetAccount(accountId: string): void {
     for (const [id, entry] of this.entries) if (entry.accountId === accountId) this.entries.delete(id);
   }
+
+  /** A plan changed: every cached caller may carry it, and plan edits are rare enough to start over. */
+  forgetAll(): void {
+    this.entries.clear();
+  }
+}
+
+const sharedByOwner = new WeakMap<object, KeyCache<unknown>>();
+
+/** One cache per database, whichever repo (accounts, plans) authenticates or invalidates. */
+export function sharedKeyCache<T>(owner: object): KeyCache<T> {
+  let cache = sharedByOwner.get(owner);
+  if (cache === undefined) {
+    cache = new KeyCache<unknown>();
+    sharedByOwner.set(owner, cache);
+  }
+  return cache as KeyCache<T>;
 }
 
 /** Keys are held by their SHA-256, never as plaintext. */

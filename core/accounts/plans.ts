@@ -1,4 +1,6 @@
-// What each plan allows. A plan is chosen per account (CLI: `accounts create --plan`).
+// What a plan allows. Plans are rows of the `plans` table (created by an install with
+// `npm run cli -- plans create`, changed with `plans set`); the migration that made them rows
+// created `free` and `pro`. An account references its plan by name.
 export interface Plan {
   name: string;
   /** Sum of vcpu_count over an account's running commands. */
@@ -13,31 +15,39 @@ export interface Plan {
   requestsPerMinute: number;
 }
 
-const GB = 1_000_000_000;
+export type PlanLimits = Omit<Plan, 'name'>;
 
-export const PLANS: Record<string, Plan> = {
-  free: {
-    name: 'free',
-    maxVcpus: 4,
-    maxCommandRunSeconds: 300,
-    privateFiles: false,
-    storageQuotaBytes: 5 * GB,
-    processingQuotaBytesPerMonth: 20 * GB,
-    requestsPerMinute: 120,
-  },
-  pro: {
-    name: 'pro',
-    maxVcpus: 32,
-    maxCommandRunSeconds: 3600,
-    privateFiles: true,
-    storageQuotaBytes: 10_000 * GB,
-    processingQuotaBytesPerMonth: 100_000 * GB,
-    requestsPerMinute: 1200,
-  },
+/** Quotas are given in GB of 10^9 bytes. */
+export const GB = 1_000_000_000;
+
+export const PLAN_NAME = /^[a-z0-9-]{1,40}$/;
+
+/** A mistake in what was asked of plans (unknown, duplicate, invalid): shown to the user as is. */
+export class PlanError extends Error {}
+
+const INT_MAX = 2_147_483_647; // integer columns
+const LIMIT_BOUNDS: Record<Exclude<keyof PlanLimits, 'privateFiles'>, [column: string, max: number]> = {
+  maxVcpus: ['max_vcpus', INT_MAX],
+  maxCommandRunSeconds: ['max_command_run_seconds', INT_MAX],
+  requestsPerMinute: ['requests_per_minute', INT_MAX],
+  storageQuotaBytes: ['storage_quota_bytes', Number.MAX_SAFE_INTEGER],
+  processingQuotaBytesPerMonth: ['processing_quota_bytes_per_month', Number.MAX_SAFE_INTEGER],
 };
 
-export function planNamed(name: string): Plan {
-  const plan = PLANS[name];
-  if (!plan) throw new Error(`unknown plan "${name}" (known: ${Object.keys(PLANS).join(', ')})`);
-  return plan;
+export function checkPlanName(name: string): void {
+  if (!PLAN_NAME.test(name)) throw new PlanError(`plan name "${name}" must be 1 to 40 of a-z, 0-9 and -`);
+}
+
+/** Every limit given must be a positive whole number that fits its column (zero would lock an account out). */
+export function checkLimits(limits: Partial<PlanLimits>): void {
+  for (const [field, [column, max]] of Object.entries(LIMIT_BOUNDS)) {
+    const value = limits[field as keyof typeof LIMIT_BOUNDS];
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value < 1 || value > max) {
+      throw new PlanError(`${column} must be a whole number from 1 to ${max}, not ${value}`);
+    }
+  }
+  if (limits.privateFiles !== undefined && typeof limits.privateFiles !== 'boolean') {
+    throw new PlanError('private_files must be true or false');
+  }
 }

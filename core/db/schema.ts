@@ -17,10 +17,26 @@ import {
 import type { MediaInfo } from '../media/media-info.ts';
 import type { ParsedCommand } from '../commands/parsed-command.ts';
 
+/** What an account may do. Rows, so that an install sets its own limits (CLI: `plans create|set`). */
+export const plans = pgTable('plans', {
+  name: text('name').primaryKey(),
+  maxVcpus: integer('max_vcpus').notNull(),
+  maxCommandRunSeconds: integer('max_command_run_seconds').notNull(),
+  requestsPerMinute: integer('requests_per_minute').notNull(),
+  storageQuotaBytes: bigint('storage_quota_bytes', { mode: 'number' }).notNull(),
+  processingQuotaBytesPerMonth: bigint('processing_quota_bytes_per_month', { mode: 'number' }).notNull(),
+  privateFiles: boolean('private_files').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
 export const accounts = pgTable('accounts', {
   id: uuid('id').primaryKey(),
   name: text('name').notNull().unique(),
-  plan: text('plan').notNull(),
+  // Before plans were rows, only 'free' and 'pro' could be written here, and the migration creates both.
+  plan: text('plan')
+    .notNull()
+    .references(() => plans.name),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
