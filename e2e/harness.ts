@@ -232,6 +232,8 @@ export interface ServiceProcess {
   url: string;
   key: string;
   pid: number;
+  /** Its data folder and database, for the CLI (which goes through the service's admin socket). */
+  env: { FFOP_DATA_DIR: string; FFOP_DATABASE_URL: string };
   /** What the service wrote to stderr so far. */
   stderr(): string;
   close(): Promise<void>;
@@ -248,13 +250,13 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
   const dataDir = await mkdtemp(join(tmpdir(), 'ffop-compiled-'));
   const db = await createTestDatabaseUrl();
   const port = await freePort();
+  const dbEnv = { FFOP_DATA_DIR: dataDir, FFOP_DATABASE_URL: db.url === 'pglite:memory' ? `pglite:${join(dataDir, 'db')}` : db.url };
   const child = spawn(process.execPath, o.compiled ? ['dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
       FFOP_PORT: String(port),
-      FFOP_DATA_DIR: dataDir,
-      FFOP_DATABASE_URL: db.url === 'pglite:memory' ? `pglite:${join(dataDir, 'db')}` : db.url,
+      ...dbEnv,
       FFOP_LOG_LEVEL: 'warn',
       ...o.env,
     },
@@ -278,5 +280,5 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
     await new Promise((r) => setTimeout(r, 100));
   }
   const key = (await readFile(join(dataDir, 'initial-api-key'), 'utf8')).trim();
-  return { url: `http://127.0.0.1:${port}`, key, pid: child.pid!, stderr: () => stderr, close };
+  return { url: `http://127.0.0.1:${port}`, key, pid: child.pid!, env: dbEnv, stderr: () => stderr, close };
 }

@@ -1,0 +1,137 @@
+// Benchmark: the API under load, side by side with its baseline in the same run.
+//   poll     GET /v1/commands/{id} with a valid key, wrk on loopback at 8 and 32 connections, against
+//            the thinnest Hono route on @hono/node-server answering the same JSON (bare-hono-server.ts).
+//            Only 200 answers count; the account is on a plan whose rate limit does not bind.
+//   burst    1,000 cheap commands submitted by 20 concurrent clients, with 4 clients polling meanwhile:
+//            submits per second, submit and poll latency.
+//   memory   the service's resident memory idle, and while those 1,000 commands wait.
+// The service runs as `npm start` runs it (compiled, own process), on PGlite, or on PostgreSQL when
+// FFOP_TEST_DATABASE_URL=postgres://... is set. Needs wrk (Debian's `wrk`).
+// Run: npm run bench:api -- [seconds per wrk run = 8]
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const seconds = Number(process.argv[2] ?? 8);
+const database = process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres') ? 'PostgreSQL' : 'PGlite';
+const CHEAP = { ffmpeg_command: '-f lavfi -i testsrc=d=1:s=160x120 {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 1 };
+
+interface WrkResult {
+  ok200PerSecond: number;
+  p50: string;
+  p99: string;
+  non2xx: number;
+}
+
+/** wrk's own figures: requests (minus non-2xx answers) per second, and latency percentiles. */
+async function wrk(url: string, connections: number, key: string): Promise<WrkResult> {
+  const { stdout } = await run('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', '-H', `x-api-key: ${key}`, url]);
+  const m = /(\d+) requests in ([\d.]+)(m?s)/.exec(stdout);
+  if (!m) throw new Error(`unexpected wrk output: ${stdout}`);
+  const requests = Number(m[1]);
+  const duration = Number(m[2]) * (m[3] === 'ms' ? 0.001 : 1);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
+  const pct = (p: string) => new RegExp(`^\\s*${p}%\\s+(\\S+)`, 'm').exec(stdout)?.[1] ?? '?';
+  return { ok200PerSecond: (requests - non2xx) / duration, p50: pct('50'), p99: pct('99'), non2xx };
+}
+
+function rssMiB(pid: number): Promise<number> {
+  return readFile(`/proc/${pid}/status`, 'utf8').then((s) => Number(/VmRSS:\s+(\d+) kB/.exec(s)![1]) / 1024);
+}
+
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+};
+
+/** A plan whose limits do not bind, for the default account (through the service's admin socket). */
+async function unlimitedPlan(svc: ServiceProcess): Promise<void> {
+  const cli = (args: string[]) => run(process.execPath, ['--import', 'tsx', 'api/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...svc.env } });
+  await cli(['plans', 'create', 'bench', '--max-vcpus', '1000000', '--max-run-seconds', '3600', '--requests-per-minute', '100000000',
+    '--storage-quota-gb', '1000000', '--processing-quota-gb', '1000000', '--private-files', 'no']);
+  await cli(['accounts', 'set-plan', 'default', 'bench']);
+}
+
+async function bareHono(body: unknown): Promise<{ url: string; close(): void }> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-hono-'));
+  await writeFile(join(dir, 'body.json'), JSON.stringify(body));
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'e2e/bench/bare-hono-server.ts', String(port), join(dir, 'body.json')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+  return { url: `http://127.0.0.1:${port}`, close: () => { child.kill(); void rm(dir, { recursive: true, force: true }); } };
+}
+
+await run('wrk', ['--version']).catch((err: { stdout?: string }) => {
+  if (!err.stdout?.includes('wrk')) throw new Error('wrk is not installed (apt-get install wrk)');
+});
+const svc = await startServiceProcess({ compiled: true });
+try {
+  await unlimitedPlan(svc);
+  const api = new ApiClient(svc.url, svc.key);
+  const id = await api.submit(CHEAP);
+  const { record } = await api.waitForEnd(id, 60_000);
+  const idleRss = await rssMiB(svc.pid);
+
+  console.log(`# API load (${database}, compiled service, wrk ${seconds} s per run)`);
+  const bare = await bareHono(record);
+  try {
+    console.log('| poll GET /v1/commands/{id} | service 200/s | p50 | p99 | bare Hono 200/s | p50 | p99 | ratio |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const connections of [8, 32]) {
+      const service = await wrk(`${svc.url}/v1/commands/${id}`, connections, svc.key);
+      const baseline = await wrk(`${bare.url}/v1/commands/${id}`, connections, svc.key);
+      if (service.non2xx) console.log(`# ${service.non2xx} answers were not 200 and are not counted`);
+      console.log(`| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} | ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} | ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`);
+    }
+  } finally {
+    bare.close();
+  }
+
+  // 1,000 submits from 20 clients at once, 4 clients polling meanwhile.
+  const submitMs: number[] = [];
+  const pollMs: number[] = [];
+  const ids: string[] = [];
+  let peakRss = idleRss;
+  let submitting = true;
+  const sampler = setInterval(() => void rssMiB(svc.pid).then((r) => (peakRss = Math.max(peakRss, r)), () => {}), 100);
+  const pollers = Array.from({ length: 4 }, async () => {
+    while (submitting) {
+      const target = ids[Math.floor(Math.random() * ids.length)] ?? id;
+      const t0 = performance.now();
+      const res = await api.get(`/v1/commands/${target}`);
+      if (res.status === 200) pollMs.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  });
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      while (next++ < 1000) {
+        const s0 = performance.now();
+        ids.push(await api.submit(CHEAP));
+        submitMs.push(performance.now() - s0);
+      }
+    }),
+  );
+  const burstSeconds = (performance.now() - t0) / 1000;
+  submitting = false;
+  await Promise.all(pollers);
+  const queuedRss = await rssMiB(svc.pid);
+  clearInterval(sampler);
+  console.log('');
+  console.log('| burst: 1,000 submits from 20 clients | value |');
+  console.log('|---|---|');
+  console.log(`| submits per second | ${(1000 / burstSeconds).toFixed(1)} |`);
+  console.log(`| submit latency p50 / p99 | ${quantile(submitMs, 0.5).toFixed(0)} ms / ${quantile(submitMs, 0.99).toFixed(0)} ms |`);
+  console.log(`| polls meanwhile p50 / p99 (${pollMs.length} polls) | ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`);
+  console.log(`| service RSS idle / with 1,000 waiting (peak while submitting) | ${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (${peakRss.toFixed(0)} MiB) |`);
+} finally {
+  await svc.close();
+}
