@@ -79,6 +79,7 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
     cleanups.push(() => cluster.stop());
     const namespace = cluster.namespace;
 
+    cleanups.push(() => must('bash', [join(ROOT, 'e2e/node/stop.sh'), join(dir, 'node')]));
     await timed('node ready', () =>
       must('bash', [join(ROOT, 'e2e/node/start.sh'), join(dir, 'node'), cluster.stateDir, images.FFOP_SERVICE_IMAGE_ARCHIVE, images.FFOP_RUNNER_IMAGE_ARCHIVE]),
     );
