@@ -100,10 +100,9 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     async (c) => {
       const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
       const { presigned_ttl_seconds } = queryParams(c, presignQuerySchema);
-      const row = await d.commands.findForAccount(c.get('caller').account.id, id);
-      if (!row) return c.json({ detail: 'Command not found' }, 404);
-      const files = await d.commands.outputFiles(row.id);
-      return c.json(await commandRecord(row, files, d.storage, d.clock(), presigned_ttl_seconds));
+      const found = await d.commands.findWithOutputsForAccount(c.get('caller').account.id, id);
+      if (!found) return c.json({ detail: 'Command not found' }, 404);
+      return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
     },
   );
 

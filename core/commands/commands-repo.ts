@@ -33,6 +33,18 @@ export class CommandsRepo {
     return row ?? null;
   }
 
+  /** A command with its output files in one query: the poll path, the API's busiest read. */
+  async findWithOutputsForAccount(accountId: string, id: string): Promise<{ row: CommandRow; files: FileRow[] } | null> {
+    const joined = await this.db
+      .select({ command: commands, file: files })
+      .from(commands)
+      .leftJoin(files, eq(files.commandId, commands.id))
+      .where(and(eq(commands.id, id), eq(commands.accountId, accountId)))
+      .orderBy(asc(files.createdAt));
+    if (joined.length === 0) return null;
+    return { row: joined[0].command, files: joined.flatMap((j) => (j.file ? [j.file] : [])) };
+  }
+
   async findById(id: string): Promise<CommandRow | null> {
     const [row] = await this.db.select().from(commands).where(eq(commands.id, id));
     return row ?? null;
