@@ -1,20 +1,25 @@
-# The service image: the HTTP API (default command) and the operator, for cluster mode.
-#   API:      node /app/dist/api/cluster-main.js   (the default CMD)
-#   operator: node /app/dist/operator/main.js      (set as the container's command)
+# Both cluster-mode images, for users who have Docker; one shared base, two targets:
+#   docker build --target service -t ffmpeg-operator .           API (default CMD) and operator
+#   docker build --target runner -t ffmpeg-operator-runner .     one FfmpegCommand step per container
 #
-# The same image as `scripts/build-images.sh` builds without Docker (localhost/ffmpeg-operator): the
-# development machines have no container engine and build it with that script, so this file is not
-# built there. Keep the two in step: same layers (Debian bookworm with ffmpeg and bubblewrap, Node 22,
-# production node_modules, compiled dist/ + seccomp.bpf), same settings. The runner image is
-# runner-image/Dockerfile; the two differ only in user, writable folder and command.
+# The same images as `scripts/build-images.sh` builds without Docker (localhost/ffmpeg-operator and
+# localhost/ffmpeg-operator-runner): the development machines have no container engine and build them
+# with that script, so this file is not built there. Keep the two in step: same layers (Debian
+# bookworm with ffmpeg and bubblewrap, Node 22, production node_modules, compiled dist/ + seccomp.bpf),
+# same settings. The images differ only in user, writable folder and command.
 #
-# Build from the repository root:
-#   docker build -t ffmpeg-operator:dev .
-#
-# Runtime: user 10000 (numeric, for runAsNonRoot; set runAsGroup too). Its one writable place is the
-# data folder FFOP_DATA_DIR=/data (the confinement's start-up self-test, working folders): mount an
-# emptyDir there with readOnlyRootFilesystem: true. The operator probes files with ffprobe confined by
-# bubblewrap, which is why ffmpeg and bubblewrap are here too.
+# service: user 10000 (numeric, for runAsNonRoot; set runAsGroup too). Its one writable place is the
+#   data folder FFOP_DATA_DIR=/data (the confinement's start-up self-test, working folders): mount an
+#   emptyDir there with readOnlyRootFilesystem: true. The operator runs node /app/dist/operator/main.js
+#   and probes files with ffprobe confined by bubblewrap, which is why ffmpeg and bubblewrap are here.
+# runner: the Job's pod spec is expected to provide
+#   - an emptyDir mounted at /work: the only writable place. The runner writes only to
+#     FFOP_WORK_ROOT=/work and TMPDIR=/work/tmp (mount the same emptyDir there with subPath: tmp,
+#     which creates the folder), and runs compiled JavaScript (nothing compiles or caches at run
+#     time), so securityContext.readOnlyRootFilesystem: true works.
+#   - runAsNonRoot: true; the image's user is numeric (10001), so the kubelet can check it; set
+#     runAsGroup too.
+#   - no ServiceAccount token (the runner ServiceAccount sets automountServiceAccountToken: false).
 ARG NODE_VERSION=22.23.3
 
 # --- build: compile TypeScript to dist/ (scripts/build.sh), then the production node_modules ---
@@ -50,8 +55,8 @@ RUN /usr/bin/python3 /seccomp-filter.py > /seccomp.bpf
 
 FROM node:${NODE_VERSION}-bookworm-slim AS node
 
-# --- runtime ---
-FROM debian:bookworm-slim
+# --- what both images hold ---
+FROM debian:bookworm-slim AS base
 # Debian's ffmpeg/ffprobe and bubblewrap, which confines them. Unpinned on purpose: bookworm-security
 # replaces the package version, and a pinned one would stop resolving. usr-is-merged keeps usrmerge
 # (and perl) out. Mesa's OpenGL drivers (and LLVM, ~160 MB) come in through libGL, which ffmpeg links
@@ -74,15 +79,27 @@ COPY --from=build /src/dist /app/dist
 COPY --from=seccomp /seccomp.bpf /app/seccomp.bpf
 
 ENV NODE_ENV=production \
-    FFOP_DATA_DIR=/data \
     FFMPEG_PATH=/usr/bin/ffmpeg \
     FFPROBE_PATH=/usr/bin/ffprobe \
     FFOP_SECCOMP_PROGRAM=/app/seccomp.bpf
 
+# --- the runner image ---
+FROM base AS runner
+ENV FFOP_WORK_ROOT=/work \
+    TMPDIR=/work/tmp
+# /work exists and belongs to the runner even when nothing is mounted there (docker run).
+RUN mkdir -p /work/tmp && chown -R 10001:10001 /work
+USER 10001:10001
+WORKDIR /work
+VOLUME ["/work"]
+ENTRYPOINT ["node", "/app/dist/runner-image/main.js"]
+
+# --- the service image (last: the default target) ---
+FROM base AS service
+ENV FFOP_DATA_DIR=/data
 # /data exists and belongs to the service even when nothing is mounted there (docker run).
 RUN mkdir -p /data && chown 10000:10000 /data
 USER 10000:10000
 WORKDIR /app
 EXPOSE 8080
-
 CMD ["node", "/app/dist/api/cluster-main.js"]

@@ -9,7 +9,7 @@
 # Layers (both images): a Debian root filesystem made by mmdebstrap (ffmpeg, bubblewrap,
 # ca-certificates), Node from npm's node-linux-<arch> package, the production node_modules, then the
 # compiled application (dist/, package.json, the seccomp program). Assembled with buildah FROM scratch
-# in storage of its own under the cache folder. Dockerfile and runner-image/Dockerfile describe the
+# in storage of its own under the cache folder. The Dockerfile (targets service and runner) describes the
 # same images for Docker users; keep them in step with this script.
 #
 # Everything is cached under ${FFOP_IMAGES_DIR:-~/.cache/ffmpeg-operator/images}, keyed by content:
@@ -22,13 +22,13 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 cache=${FFOP_IMAGES_DIR:-$HOME/.cache/ffmpeg-operator/images}
 suite=bookworm
-node_version=${FFOP_NODE_VERSION:-22.23.3}  # the Dockerfiles' NODE_VERSION too
+node_version=${FFOP_NODE_VERSION:-22.23.3}  # the Dockerfile's NODE_VERSION too
 service_name=localhost/ffmpeg-operator
 runner_name=localhost/ffmpeg-operator-runner
 stage_name=localhost/ffmpeg-operator-stage
 service_uid=10000
 runner_uid=10001
-# The runtime settings both images share (see runner-image/Dockerfile for the runner's contract).
+# The runtime settings both images share (see the Dockerfile for the runner's contract).
 common_env=(
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   NODE_ENV=production
@@ -242,7 +242,7 @@ mkdir -p "$scratch/writable-$service_uid" "$scratch/writable-$runner_uid/tmp"
 final "$service_name" "$service_archive" "$service_uid" /data \
   --workingdir /app --env FFOP_DATA_DIR=/data --port 8080 \
   --entrypoint '[]' --cmd '["node", "/app/dist/api/cluster-main.js"]'
-# The runner's contract (runner-image/Dockerfile): writes only to /work and /work/tmp.
+# The runner's contract (the Dockerfile's runner target): writes only to /work and /work/tmp.
 final "$runner_name" "$runner_archive" "$runner_uid" /work \
   --workingdir /work --env FFOP_WORK_ROOT=/work --env TMPDIR=/work/tmp --volume /work \
   --entrypoint '["node", "/app/dist/runner-image/main.js"]' --cmd '[]'
