@@ -120,39 +120,28 @@ build_k8s() {
   )
 }
 
-build_etcd() {
-  local mod_file go_version out
-  log "building etcd $ETCD_VERSION"
-  mod_file="$(go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | json_field GoMod)"
-  [[ -f "$mod_file" ]] || { log "could not download go.etcd.io/etcd/server/v3@$ETCD_VERSION"; exit 1; }
+# build_module <name> <module> <version> <package> <ldflags> <cache dir>: builds one main package of a
+# published module (whose own go.mod needs no replacements) with a scratch go.mod that requires it.
+build_module() {
+  local name="$1" module="$2" version="$3" package="$4" ldflags="$5" dest="$6" mod_file go_version out
+  log "building $name $version"
+  mod_file="$(go mod download -json "$module@$version" | json_field GoMod)"
+  [[ -f "$mod_file" ]] || { log "could not download $module@$version"; exit 1; }
   go_version="$(go_directive "$mod_file")"
-  check_toolchain "$go_version" "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
-
-  mkdir -p "$SCRATCH/etcd"
-  printf 'module ffop.local/etcd-build\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' \
-    "$go_version" "$ETCD_VERSION" >"$SCRATCH/etcd/go.mod"
-  out="$SCRATCH/etcd/out"
+  check_toolchain "$go_version" "$module@$version"
+  mkdir -p "$SCRATCH/$name"
+  printf 'module ffop.local/%s-build\n\ngo %s\n\nrequire %s %s\n' "$name" "$go_version" "$module" "$version" >"$SCRATCH/$name/go.mod"
+  out="$SCRATCH/$name/out"
   mkdir -p "$out"
-  # The server module's root package is etcd's main package.
-  (cd "$SCRATCH/etcd" && go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
-  install_dir "$out" "$ETCD_DIR"
+  (cd "$SCRATCH/$name" && go build -trimpath -ldflags "$ldflags" -o "$out/$name" "$package")
+  install_dir "$out" "$dest"
 }
 
+# The etcd server module's root package is etcd's main package.
+build_etcd() { build_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3 "-s -w" "$ETCD_DIR"; }
 build_helm() {
-  local mod_file go_version out ldflags
-  log "building helm $HELM_VERSION"
-  mod_file="$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | json_field GoMod)"
-  [[ -f "$mod_file" ]] || { log "could not download helm.sh/helm/v3@$HELM_VERSION"; exit 1; }
-  go_version="$(go_directive "$mod_file")"
-  check_toolchain "$go_version" "helm.sh/helm/v3@$HELM_VERSION"
-  mkdir -p "$SCRATCH/helm"
-  printf 'module ffop.local/helm-build\n\ngo %s\n\nrequire helm.sh/helm/v3 %s\n' \
-    "$go_version" "$HELM_VERSION" >"$SCRATCH/helm/go.mod"
-  out="$SCRATCH/helm/out"
-  mkdir -p "$out"
-  ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-  (cd "$SCRATCH/helm" && go build -trimpath -ldflags "$ldflags" -o "$out/helm" helm.sh/helm/v3/cmd/helm)
-  install_dir "$out" "$HELM_DIR"
+  build_module helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "$HELM_DIR"
 }
 
 # Moves one finished binary into the cache by rename, so a half-written file never looks cached.
