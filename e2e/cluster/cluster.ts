@@ -220,7 +220,8 @@ export function parseEnvText(text: string): Record<string, string> {
   return env;
 }
 
-function runProcess(
+/** Runs a program to its end and collects its output; never throws on a non-zero exit. */
+export function runProcess(
   program: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {},
 ): Promise<ProcessResult> {
   return new Promise((resolvePromise, reject) => {

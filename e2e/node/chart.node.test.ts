@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { LABELS } from '../../core/k8s/names.ts';
 import { makeClip, startMediaServer, type MediaServer } from '../harness.ts';
-import { API_DEPLOYMENT, installOnRealNode, RELEASE, RUNNER_MEMORY_LIMIT, type InstalledService } from './installed-service.ts';
+import { API_DEPLOYMENT, CHART, installOnRealNode, RELEASE, RUNNER_MEMORY_LIMIT, type InstalledService } from './installed-service.ts';
 
 /** A command that runs for about `seconds` (read at its real rate) on one vCPU. */
 const slowCommand = (seconds: number, vcpus = 1) => ({
@@ -166,7 +166,7 @@ describe('the chart on a real node', () => {
     const apiPodsBefore = (await svc.kubectl(['get', 'pods', '-l', 'app.kubernetes.io/component=api', '-o', 'name'])).stdout.trim();
     const ids = [await api.submit(slowCommand(15)), await api.submit(slowCommand(15))];
     await Promise.all(ids.map((id) => runningPod(id)));
-    const upgraded = await svc.helm(['upgrade', RELEASE, join(process.cwd(), 'charts/ffmpeg-operator'), '--reuse-values', '--set', `podAnnotations.ffop-test/rollout=r${Date.now()}`, '--wait', '--timeout=4m']);
+    const upgraded = await svc.helm(['upgrade', RELEASE, CHART, '--reuse-values', '--set', `podAnnotations.ffop-test/rollout=r${Date.now()}`, '--wait', '--timeout=4m']);
     assert.equal(upgraded.code, 0, upgraded.stderr);
     await svc.rolledOut();
     const apiPodsAfter = (await svc.kubectl(['get', 'pods', '-l', 'app.kubernetes.io/component=api', '-o', 'name'])).stdout.trim();
@@ -193,7 +193,7 @@ describe('the chart on a real node', () => {
 
     const file = join(svc.cluster.stateDir, 'values-again.json');
     await writeFile(file, valuesOut.stdout);
-    const again = await svc.helm(['install', RELEASE, join(process.cwd(), 'charts/ffmpeg-operator'), '-f', file, '--wait', '--timeout=4m']);
+    const again = await svc.helm(['install', RELEASE, CHART, '-f', file, '--wait', '--timeout=4m']);
     assert.equal(again.code, 0, again.stderr);
     await svc.rolledOut();
     const after = await api.get(`/v1/commands/${id}`);

@@ -7,7 +7,6 @@
 // The API and operator pods use the node's network (`hostNetwork`): the sandbox has no kube-proxy
 // or cluster DNS, so they reach the API server and PostgreSQL on 127.0.0.1. Runner pods do not: they
 // run on the CNI bridge and reach the API and S3 on the node's address, like pods anywhere.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +16,7 @@ import { adminClient } from '../../core/storage/s3-test-server.ts';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
 import { ApiClient } from '../harness.ts';
-import { parseEnvText, startCluster, type Cluster, type ProcessResult } from '../cluster/cluster.ts';
+import { parseEnvText, runProcess, startCluster, type Cluster, type ProcessResult } from '../cluster/cluster.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CHART = join(ROOT, 'charts/ffmpeg-operator');
@@ -120,7 +119,7 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
     await writeFile(valuesFile, JSON.stringify(values, null, 2));
     const helmBin = join(parseEnvText((await must('bash', [join(ROOT, 'e2e/control-plane/build.sh')])).stdout).FFOP_HELM_BIN_DIR, 'helm');
     const kubeconfigFile = join(cluster.stateDir, 'test.kubeconfig');
-    const helm = (args: string[]) => run(helmBin, [`--kubeconfig=${kubeconfigFile}`, `--namespace=${namespace}`, ...args]);
+    const helm = (args: string[]) => runProcess(helmBin, [`--kubeconfig=${kubeconfigFile}`, `--namespace=${namespace}`, ...args]);
     const kubectl = (args: string[]) => cluster.kubectl(args);
 
     const installed = await timed('chart installed', () => helm(['install', RELEASE, CHART, '-f', valuesFile, '--wait', '--timeout=4m']));
@@ -152,7 +151,7 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
         const account = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
         return (await accounts.createKey(account.id, 'main')).key;
       },
-      helm: (args) => helm([...args]),
+      helm,
       rolledOut,
       kubectl,
       async runningContainers() {
@@ -179,20 +178,8 @@ async function describeFailure(kubectl: (args: string[]) => Promise<ProcessResul
   return `${pods.stdout}\n${events.stdout.split('\n').slice(-25).join('\n')}`;
 }
 
-export function run(program: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ProcessResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ stdout, stderr, code: code ?? 1 }));
-  });
-}
-
 async function must(program: string, args: string[], env?: NodeJS.ProcessEnv): Promise<ProcessResult> {
-  const result = await run(program, args, env);
+  const result = await runProcess(program, args, { env });
   if (result.code !== 0) throw new Error(`${program} ${args.join(' ')} failed (${result.code}): ${result.stderr.split('\n').slice(-30).join('\n')}`);
   return result;
 }
