@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
+import { quantile } from './stats.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -45,10 +46,6 @@ function rssMiB(pid: number): Promise<number> {
   return readFile(`/proc/${pid}/status`, 'utf8').then((s) => Number(/VmRSS:\s+(\d+) kB/.exec(s)![1]) / 1024);
 }
 
-const quantile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-};
 
 /** A plan whose limits do not bind, for the default account (through the service's admin socket). */
 async function unlimitedPlan(svc: ServiceProcess): Promise<void> {

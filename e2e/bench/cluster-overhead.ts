@@ -5,6 +5,7 @@
 import { BatchV1Api } from '@kubernetes/client-node';
 import { LABELS } from '../../core/k8s/names.ts';
 import { startClusterService } from '../cluster/service-fixture.ts';
+import { median } from './stats.ts';
 
 const runs = Number(process.argv[2] ?? 5);
 const coldStart = performance.now();
@@ -37,7 +38,6 @@ try {
       await sleep(20);
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   console.log(`median of ${runs}: submit->Job ${median(rows.map((r) => r.toJob)).toFixed(3)} s, Job Complete->SUCCESS ${median(rows.map((r) => r.toSuccess)).toFixed(3)} s, submit->SUCCESS ${median(rows.map((r) => r.total)).toFixed(2)} s`);
 } finally {
   await svc.close();

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { spawnPrepared, Unconfined, type Confinement } from '../../core/confine/confinement.ts';
 import { handOver } from '../../core/confine/hand-over.ts';
 import { testConfinement } from '../../core/confine/test-confinement.ts';
+import { median } from './stats.ts';
 
 const runs = Number(process.argv[2] ?? 20);
 const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 1024 ** 3, openFiles: 1024, processes: 1024 };
@@ -44,7 +45,6 @@ try {
 } finally {
   await rm(folder, { recursive: true, force: true });
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`confinement cost, median of ${runs} interleaved runs (${confinement.kind}${uid === undefined ? '' : ', own uid'}):`);
 for (const program of ['ffmpeg', 'ffprobe']) {
   const confined = median(samples[`${program} bwrap`]);

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, makeClip, startMediaServer, startServiceProcess } from '../harness.ts';
+import { median } from './stats.ts';
 
 const run = promisify(execFile);
 const runs = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 7);
@@ -42,7 +43,6 @@ async function throughService(): Promise<number> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 try {
   await direct();
   await throughService(); // warm both paths once
