@@ -9,6 +9,7 @@
 // no proxy settings apply.
 import { randomUUID } from 'node:crypto';
 import { lookup as dnsLookup } from 'node:dns';
+import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
 import http from 'node:http';
@@ -278,14 +279,18 @@ async function saveBody(
   });
   // Same folder as the destination so the rename is atomic; 'wx' never follows an existing link.
   const tempPath = path.join(path.dirname(destPath), `.${path.basename(destPath)}.${randomUUID()}.part`);
+  const file = createWriteStream(tempPath, { flags: 'wx' });
   try {
-    await pipeline(response, counter, createWriteStream(tempPath, { flags: 'wx' }), { signal });
+    await pipeline(response, counter, file, { signal });
     if (!Number.isNaN(declared) && bytes !== declared) {
       throw unreachable(`GET ${describe(target)}: the body ended after ${bytes} of ${declared} bytes`);
     }
     await rename(tempPath, destPath);
     return bytes;
   } catch (error) {
+    // A stream destroyed before its file is open still opens (creates) it, then closes: remove the
+    // file only after that, or it would be left behind.
+    if (!file.closed) await once(file, 'close').catch(() => {});
     await unlink(tempPath).catch(() => {});
     throw error;
   }
