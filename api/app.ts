@@ -4,6 +4,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../core/commands/commands-repo.ts';
+import type { CommandWithOutputs } from '../core/commands/poll-cache.ts';
 import type { FilesRepo } from '../core/files/files-repo.ts';
 import { Quotas } from '../core/accounts/quotas.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -18,6 +19,8 @@ import { RequestInvalid } from './validation.ts';
 export interface AppDeps {
   accounts: AccountsRepo;
   commands: CommandsRepo;
+  /** The poll path's read of a command with its outputs, scoped by account (a PollCache's `find`). */
+  readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
   files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
@@ -87,7 +90,7 @@ export function createApp(d: AppDeps): Hono {
   api.use('/v1/*', requireApiKey(d.accounts));
   api.use('/v1/*', rateLimit(() => clock().getTime()));
   const quotas = new Quotas(d.files, clock);
-  api.route('/', commandRoutes({ commands: d.commands, quotas, storage: d.storage, dispatch: d.dispatch, clock }));
+  api.route('/', commandRoutes({ commands: d.commands, readCommand: d.readCommand, quotas, storage: d.storage, dispatch: d.dispatch, clock }));
   api.route(
     '/',
     fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),

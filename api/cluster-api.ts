@@ -8,6 +8,8 @@ import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../core/commands/commands-repo.ts';
+import { watchedPollCache } from '../core/commands/poll-cache.ts';
+import { watchKeyChanges } from '../core/accounts/key-cache.ts';
 import type { Database } from '../core/db/database.ts';
 import { FilesRepo } from '../core/files/files-repo.ts';
 import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
@@ -45,10 +47,14 @@ export async function startClusterApi(o: ClusterApiOptions): Promise<{ url: stri
       await commands.update(commandId, { resourceCreatedAt: new Date() });
     })().catch((err) => o.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not create the FfmpegCommand; the operator will'));
   };
+  // The operator writes command states in its own process: the database's notifications reach here.
+  const polls = await watchedPollCache(o.database, commands);
+  const stopKeyWatch = await watchKeyChanges(o.database);
   const app = createApp({
     trustedProxies: o.trustedProxies,
     accounts,
     commands,
+    readCommand: polls.find,
     files: new FilesRepo(o.database.db),
     storage: o.storage,
     logger: o.logger,
@@ -64,6 +70,10 @@ export async function startClusterApi(o: ClusterApiOptions): Promise<{ url: stri
     url: `http://${o.host}:${port}`,
     accounts,
     commands,
-    close: () => new Promise<void>((res) => server.close(() => res())),
+    close: async () => {
+      await new Promise<void>((res) => server.close(() => res()));
+      await polls.stop();
+      await stopKeyWatch();
+    },
   };
 }

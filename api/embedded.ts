@@ -9,6 +9,8 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../core/commands/commands-repo.ts';
+import { watchedPollCache } from '../core/commands/poll-cache.ts';
+import { watchKeyChanges } from '../core/accounts/key-cache.ts';
 import { FilesRepo } from '../core/files/files-repo.ts';
 import { FileTasks } from '../operator/file-tasks.ts';
 import type { Config } from '../core/config.ts';
@@ -65,6 +67,8 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     const commands = new CommandsRepo(database.db);
     const files = new FilesRepo(database.db);
     const initialKey = await ensureDefaultAccount(accounts, config, logger);
+    const polls = await watchedPollCache(database, commands);
+    const stopKeyWatch = await watchKeyChanges(database);
     const storage = createStorage({
       kind: config.storage,
       publicUrl,
@@ -98,7 +102,6 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
         maxThreads: config.localMaxVcpus,
       },
       workDir: config.workDir,
-      maxVcpusOf: async (accountId) => (await accounts.getAccount(accountId))?.plan.maxVcpus ?? 0,
     });
     const fileTasks = new FileTasks({
       files,
@@ -113,6 +116,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     const app = createApp({
       accounts,
       commands,
+      readCommand: polls.find,
       files,
       storage,
       logger,
@@ -149,6 +153,8 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
         await reconciler.stop();
         await fileTasks.stop();
         await backend.close();
+        await polls.stop();
+        await stopKeyWatch();
         await database.close();
       },
     };

@@ -1,9 +1,13 @@
 // `npm run serve`: the service in embedded mode.
+import { setFlagsFromString } from 'node:v8';
 import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { startEmbedded } from './embedded.ts';
 
 const config = loadConfig();
+// PGlite's WebAssembly compiled once by the optimizing compiler only: V8 would otherwise keep a
+// baseline copy of its code too (about 40 MB more resident memory), for a start about 1 s slower.
+if (config.databaseUrl.startsWith('pglite:')) setFlagsFromString('--no-liftoff');
 const logger = createLogger(config.logLevel);
 const service = await startEmbedded(config, logger);
 if (service.initialKey) {

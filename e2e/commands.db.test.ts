@@ -2,6 +2,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeClip, probeJson, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
+import { PlansRepo } from '../core/accounts/plans-repo.ts';
 
 describe('commands, embedded mode', () => {
   let media: MediaServer;
@@ -232,5 +233,26 @@ describe('commands, embedded mode', () => {
     for (let i = 1; i < rows.length; i++) {
       assert.ok(rows[i]!.startedAt!.getTime() >= rows[i - 1]!.finishedAt!.getTime(), `command ${i} started before ${i - 1} finished`);
     }
+  });
+
+  test('a plan lowered while a command waits: it fails PLAN_LIMIT_EXCEEDED and the account\'s next command runs', async () => {
+    const plans = new PlansRepo(svc.service.database.db);
+    await plans.create({ name: 'shrinking', maxVcpus: 4, maxCommandRunSeconds: 300, requestsPerMinute: 1000, storageQuotaBytes: 1e9, processingQuotaBytesPerMonth: 1e10, privateFiles: false });
+    const api = svc.client(await svc.newAccount('shrinking'));
+    const body = (vcpus: number, seconds: number) => ({
+      ffmpeg_command: `-re -f lavfi -i testsrc=size=32x32:rate=10:duration=${seconds} -c:v libx264 -preset ultrafast {{out_1}}`,
+      output_files: { out_1: 'o.mp4' },
+      vcpu_count: vcpus,
+    });
+    const running = await api.submit(body(3, 2)); // holds 3 of the account's 4 vCPUs for 2 s
+    const big = await api.submit(body(2, 1)); // waits: 3 + 2 > 4
+    const small = await api.submit(body(1, 1)); // waits behind it (first in, first out)
+    await plans.update('shrinking', { maxVcpus: 1 });
+    const failed = (await api.waitForEnd(big)).record;
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.error_status, 'PLAN_LIMIT_EXCEEDED');
+    assert.match(failed.error_message, /vcpu_count 2 is more than the 1 vCPUs the account's plan allows now/);
+    assert.equal((await api.waitForEnd(running)).record.status, 'SUCCESS');
+    assert.equal((await api.waitForEnd(small)).record.status, 'SUCCESS');
   });
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { admit, type AdmissionCandidate } from './admission.ts';
+import { admit, sharedVcpus, type AdmissionCandidate } from './admission.ts';
 
 const cmd = (id: string, accountId: string, vcpuCount: number): AdmissionCandidate => ({ id, accountId, vcpuCount });
 
@@ -42,4 +42,9 @@ test('capacity is shared; a request larger than the machine still runs, using th
     admit({ running: [cmd('a1', 'A', 1)], queued: [cmd('b1', 'B', 1), cmd('b2', 'B', 1)], maxVcpusOf: () => 32, capacityVcpus: 2 }),
     ['b1'],
   );
+});
+
+test('sharedVcpus counts each command at most at the whole capacity', () => {
+  assert.equal(sharedVcpus([{ vcpuCount: 8 }, { vcpuCount: 1 }], 2), 3);
+  assert.equal(sharedVcpus([], 2), 0);
 });

@@ -16,9 +16,14 @@ export interface AdmissionInput {
   capacityVcpus: number | null;
 }
 
+/** vCPUs of the shared capacity these commands hold: 8 vCPUs on 2 cores runs on 2. */
+export function sharedVcpus(commands: { vcpuCount: number }[], capacityVcpus: number): number {
+  return commands.reduce((sum, c) => sum + Math.min(c.vcpuCount, capacityVcpus), 0);
+}
+
 export function admit(input: AdmissionInput): string[] {
   const { capacityVcpus } = input;
-  // A command never needs more of the shared capacity than exists: 8 vCPUs on 2 cores runs on 2.
+  // A command never needs more of the shared capacity than exists.
   const capacityShare = (vcpus: number) => (capacityVcpus === null ? 0 : Math.min(vcpus, capacityVcpus));
   const usedByAccount = new Map<string, number>();
   let capacityUsed = 0;

@@ -94,7 +94,6 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       logger,
       limits: o.limits,
       workDir: o.workDir,
-      maxVcpusOf: async (accountId) => (await accounts.getAccount(accountId))?.plan.maxVcpus ?? 0,
       onCommandChanged: (id) =>
         resources!.mirror(id, () => commands.findById(id), async () =>
           (await commands.outputFiles(id)).map((f) => ({ alias: f.alias ?? '', fileId: f.id, fileName: f.fileName, sizeBytes: f.sizeBytes, storageKey: f.storageKey })),

@@ -2,17 +2,20 @@
 // (QUEUED/PROCESSING commands) with the jobs that exist and closes the gap, so a restart at any moment
 // changes no outcome. Runner events are applied through the same serialised section.
 import type { Logger } from 'pino';
-import type { CommandRow, CommandsRepo, NewFileRow } from '../core/commands/commands-repo.ts';
+import type { ActiveCommand, CommandRow, CommandsRepo, NewFileRow } from '../core/commands/commands-repo.ts';
 import { CommandStatus, FileStatus, StoreType } from '../core/commands/command-status.ts';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
 import { ProcessingStage } from '../core/jobs/step-spec.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { objectKey } from '../core/storage/object-keys.ts';
-import { admit } from './admission.ts';
+import { admit, sharedVcpus } from './admission.ts';
 import { jobName, type JobBackend, type JobRef } from './backends/job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
+
+/** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
+const UNLIMITED_PASS_SIZE = 200;
 
 export interface ReconcilerOptions {
   commands: CommandsRepo;
@@ -20,8 +23,6 @@ export interface ReconcilerOptions {
   storage: Storage;
   logger: Logger;
   limits: RunLimits;
-  /** Max vCPUs of an account's plan. */
-  maxVcpusOf: (accountId: string) => Promise<number>;
   clock?: () => Date;
   /** Times a step is started before an interrupted command is given up (FAILED, INTERRUPTED). */
   maxAttempts?: number;
@@ -30,7 +31,7 @@ export interface ReconcilerOptions {
   /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
   onCommandChanged?: (commandId: string) => void;
   /** Cluster mode: make sure every active command has its FfmpegCommand (called on every pass). */
-  ensureResource?: (c: CommandRow) => Promise<'present' | 'created' | 'deleted'>;
+  ensureResource?: (c: ActiveCommand) => Promise<'present' | 'created' | 'deleted'>;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
 }
@@ -108,35 +109,33 @@ export class Reconciler {
         }
       }
     }
-    const active = await this.o.commands.active();
     const jobs = await this.o.backend.listJobNames();
-    const running = active.filter((c) => c.status === CommandStatus.PROCESSING);
-    for (const c of running) {
-      if (!jobs.has(jobName(c.id, c.currentStep, c.attempt))) await this.recoverLostJob(c);
-    }
-
-    const queued = active.filter((c) => c.status === CommandStatus.QUEUED);
-    if (queued.length === 0) return;
-    const maxByAccount = new Map<string, number>();
-    for (const c of active) {
-      if (!maxByAccount.has(c.accountId)) maxByAccount.set(c.accountId, await this.o.maxVcpusOf(c.accountId));
-    }
+    let running = await this.o.commands.processing();
+    const lost = running.filter((c) => !jobs.has(jobName(c.id, c.currentStep, c.attempt)));
+    for (const c of lost) await this.recoverLostJob(c);
+    if (lost.length > 0) running = await this.o.commands.processing();
+    const capacity = this.o.backend.capacityVcpus;
+    // While the shared capacity is taken nothing can start: a pass then costs one small read, however
+    // long the queue (a burst of submits kicks a pass each).
+    if (capacity !== null && sharedVcpus(running, capacity) >= capacity) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const c of queued) {
-      const max = maxByAccount.get(c.accountId) ?? 0;
-      if (c.vcpuCount > max) {
-        await this.fail(c, ErrorStatus.PLAN_LIMIT_EXCEEDED, `vcpu_count ${c.vcpuCount} is more than the ${max} vCPUs the account's plan allows now`);
-      }
+    for (const c of await this.o.commands.overPlan()) {
+      await this.fail({ id: c.id, ffmpegSeconds: 0, processedBytes: 0 }, ErrorStatus.PLAN_LIMIT_EXCEEDED,
+        `vcpu_count ${c.vcpuCount} is more than the ${c.planMaxVcpus} vCPUs the account's plan allows now`);
     }
-    const stillRunning = (await this.o.commands.active()).filter((c) => c.status === CommandStatus.PROCESSING);
-    const admitted = admit({
-      running: stillRunning,
-      queued: queued.filter((c) => c.vcpuCount <= (maxByAccount.get(c.accountId) ?? 0)),
-      maxVcpusOf: (id) => maxByAccount.get(id) ?? 0,
-      capacityVcpus: this.o.backend.capacityVcpus,
-    });
+    // The database prefilters the queue by each account's plan; every candidate uses at least one
+    // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
+    const limit = capacity === null ? UNLIMITED_PASS_SIZE : capacity + 1;
+    const candidates = await this.o.commands.admissible(limit);
+    if (candidates.length === 0) return;
+    const maxByAccount = new Map(candidates.map((c) => [c.accountId, c.planMaxVcpus]));
+    const admitted = admit({ running, queued: candidates, maxVcpusOf: (id) => maxByAccount.get(id) ?? 0, capacityVcpus: capacity });
+    // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
+    if (capacity === null && candidates.length === limit) this.kick();
     for (const id of admitted) {
-      const c = queued.find((q) => q.id === id)!;
+      // The pass reads light rows; a command about to start needs its steps and outputs.
+      const c = await this.o.commands.findById(id);
+      if (c?.status !== CommandStatus.QUEUED) continue;
       const patch = { status: CommandStatus.PROCESSING, startedAt: this.clock(), currentStep: 0, attempt: 1 };
       await this.o.commands.update(c.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
       this.o.onCommandChanged?.(c.id);
@@ -146,7 +145,7 @@ export class Reconciler {
   }
 
   /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
-  private async recoverLostJob(c: CommandRow): Promise<void> {
+  private async recoverLostJob(c: ActiveCommand): Promise<void> {
     const maxAttempts = this.o.maxAttempts ?? 3;
     if (c.attempt >= maxAttempts) {
       await this.fail(c, ErrorStatus.INTERRUPTED, `the service stopped while this command ran, ${c.attempt} times; it was not tried again`);
@@ -155,7 +154,8 @@ export class Reconciler {
     const attempt = c.attempt + 1;
     this.log(c).warn({ step: c.currentStep, attempt }, 'job lost (service restarted?), running the step again');
     await this.o.commands.update(c.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
-    await this.startStep({ ...c, attempt });
+    const row = await this.o.commands.findById(c.id);
+    if (row) await this.startStep(row);
   }
 
   private async startStep(c: CommandRow): Promise<void> {
@@ -268,7 +268,7 @@ export class Reconciler {
     await this.startStep({ ...c, ...next });
   }
 
-  private async fail(c: CommandRow, errorStatus: string, errorMessage: string): Promise<void> {
+  private async fail(c: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'>, errorStatus: string, errorMessage: string): Promise<void> {
     await this.o.commands.update(c.id, {
       status: CommandStatus.FAILED,
       errorStatus,
@@ -282,7 +282,7 @@ export class Reconciler {
     this.kick();
   }
 
-  private log(c: CommandRow): Logger {
+  private log(c: Pick<CommandRow, 'id'>): Logger {
     return this.o.logger.child({ command_id: c.id });
   }
 }

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { describeRoute, resolver } from 'hono-openapi';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import type { CommandWithOutputs } from '../../core/commands/poll-cache.ts';
 import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import type { AppEnv } from '../auth.ts';
@@ -13,6 +14,7 @@ import { commandListItemSchema, commandRecordSchema, commonResponses, responses,
 
 export interface CommandRoutesDeps {
   commands: CommandsRepo;
+  readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
   quotas: Quotas;
   storage: Storage;
   /** Hands new work to the reconciler (embedded) or creates the FfmpegCommand (cluster). */
@@ -75,8 +77,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     try {
       row = build();
       const account = c.get('caller').account;
-      await d.quotas.checkProcessing(account);
-      await d.quotas.checkStorage(account); // outputs need room
+      await d.quotas.checkNewCommand(account);
     } catch (err) {
       if (err instanceof PlanForbids || err instanceof QuotaExceeded) return c.json({ detail: err.message }, 403);
       throw err;
@@ -100,7 +101,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     async (c) => {
       const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
       const { presigned_ttl_seconds } = queryParams(c, presignQuerySchema);
-      const found = await d.commands.findWithOutputsForAccount(c.get('caller').account.id, id);
+      const found = await d.readCommand(c.get('caller').account.id, id);
       if (!found) return c.json({ detail: 'Command not found' }, 404);
       return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
     },

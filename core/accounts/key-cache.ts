@@ -2,8 +2,10 @@
 // lookup in the database on every request. Shared by every AccountsRepo and PlansRepo over the same
 // database (the API and the admin socket's CLI in embedded mode), so revoking a key, moving an account
 // to another plan or editing a plan there takes effect at once. Another process (a cluster-mode CLI,
-// another API replica) is seen within the time to live.
+// another API replica) is seen when the database's notification of the change arrives (watchKeyChanges),
+// and in any case within the time to live.
 import { createHash } from 'node:crypto';
+import type { Database } from '../db/database.ts';
 
 export const KEY_CACHE_TTL_MS = 5_000;
 const MAX_ENTRIES = 10_000;
@@ -67,6 +69,14 @@ export function sharedKeyCache<T>(owner: object): KeyCache<T> {
     sharedByOwner.set(owner, cache);
   }
   return cache as KeyCache<T>;
+}
+
+export const KEYS_CHANGED_CHANNEL = 'ffop_keys_changed';
+
+/** Forgets every cached key when any process revokes a key or changes an account's plan (migration 0004). */
+export function watchKeyChanges(database: Database): Promise<() => Promise<void>> {
+  const cache = sharedKeyCache(database.db);
+  return database.listen(KEYS_CHANGED_CHANNEL, () => cache.forgetAll(), () => cache.forgetAll());
 }
 
 /** Keys are held by their SHA-256, never as plaintext. */

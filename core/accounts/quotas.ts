@@ -17,7 +17,17 @@ export class Quotas {
 
   /** Refuses when the account's stored bytes plus `extraBytes` would exceed its storage quota. */
   async checkStorage(account: Account, extraBytes = 0): Promise<void> {
-    const used = await this.files.storageUsedBytes(account.id);
+    this.refuseStorage(account, await this.files.storageUsedBytes(account.id), extraBytes);
+  }
+
+  /** A new command: this month's processing quota must have room, and storage for its outputs. One read. */
+  async checkNewCommand(account: Account): Promise<void> {
+    const usage = await this.files.usage(account.id, this.monthStart());
+    this.refuseProcessing(account, usage.processedBytes);
+    this.refuseStorage(account, usage.storedBytes, 0);
+  }
+
+  private refuseStorage(account: Account, used: number, extraBytes: number): void {
     const quota = account.plan.storageQuotaBytes;
     if (used + extraBytes > quota || (extraBytes === 0 && used >= quota)) {
       throw new QuotaExceeded(
@@ -27,13 +37,15 @@ export class Quotas {
   }
 
   /** Refuses new commands once this month's processed bytes reach the processing quota. */
-  async checkProcessing(account: Account): Promise<void> {
-    const now = this.clock();
-    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-    const used = await this.files.processedBytesSince(account.id, monthStart);
+  private refuseProcessing(account: Account, used: number): void {
     const quota = account.plan.processingQuotaBytesPerMonth;
     if (used >= quota) {
       throw new QuotaExceeded(`processing quota exceeded: ${gb(used)} processed this month of ${gb(quota)} on your plan (${account.plan.name})`);
     }
+  }
+
+  private monthStart(): Date {
+    const now = this.clock();
+    return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   }
 }

@@ -1,7 +1,8 @@
 // Reads and writes of commands and their output files. Every read a client can trigger is scoped by
 // account, so another account's ids behave exactly like unknown ones.
-import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
+import { rowsOf } from '../db/migrate.ts';
 import { commands, files } from '../db/schema.ts';
 import { CommandStatus } from './command-status.ts';
 
@@ -9,6 +10,20 @@ export type CommandRow = typeof commands.$inferSelect;
 export type NewCommandRow = typeof commands.$inferInsert;
 export type { FileRow, NewFileRow } from '../files/files-repo.ts';
 import type { FileRow, NewFileRow } from '../files/files-repo.ts';
+
+/** What a reconcile pass needs of every unfinished command: no JSON columns, so a long queue reads cheaply. */
+export type ActiveCommand = Pick<
+  CommandRow,
+  'id' | 'accountId' | 'status' | 'vcpuCount' | 'currentStep' | 'attempt' | 'ffmpegSeconds' | 'processedBytes' | 'resourceCreatedAt'
+>;
+
+/** A QUEUED command with the vCPU maximum its account's plan allows now. */
+export interface QueuedCommand {
+  id: string;
+  accountId: string;
+  vcpuCount: number;
+  planMaxVcpus: number;
+}
 
 export interface CommandListRow extends CommandRow {
   outputFileCount: number;
@@ -33,13 +48,20 @@ export class CommandsRepo {
     return row ?? null;
   }
 
-  /** A command with its output files in one query: the poll path, the API's busiest read. */
-  async findWithOutputsForAccount(accountId: string, id: string): Promise<{ row: CommandRow; files: FileRow[] } | null> {
+  /**
+   * A command with its output files in one query: the poll path, the API's busiest read. Whatever its
+   * account: the poll cache (poll-cache.ts) checks the account on every read.
+   */
+  async findWithOutputs(id: string): Promise<{ row: CommandRow; files: FileRow[] } | null> {
+    return this.withOutputs(eq(commands.id, id));
+  }
+
+  private async withOutputs(where: SQL | undefined): Promise<{ row: CommandRow; files: FileRow[] } | null> {
     const joined = await this.db
       .select({ command: commands, file: files })
       .from(commands)
       .leftJoin(files, eq(files.commandId, commands.id))
-      .where(and(eq(commands.id, id), eq(commands.accountId, accountId)))
+      .where(where)
       .orderBy(asc(files.createdAt));
     if (joined.length === 0) return null;
     return { row: joined[0].command, files: joined.flatMap((j) => (j.file ? [j.file] : [])) };
@@ -81,12 +103,61 @@ export class CommandsRepo {
   }
 
   /** QUEUED and PROCESSING commands, oldest first: the reconciler's working set. */
-  async active(): Promise<CommandRow[]> {
+  async active(): Promise<ActiveCommand[]> {
+    return this.activeWith([CommandStatus.QUEUED, CommandStatus.PROCESSING]);
+  }
+
+  /** PROCESSING commands: what runs now. */
+  async processing(): Promise<ActiveCommand[]> {
+    return this.activeWith([CommandStatus.PROCESSING]);
+  }
+
+  private activeWith(statuses: string[]): Promise<ActiveCommand[]> {
     return this.db
-      .select()
+      .select({
+        id: commands.id,
+        accountId: commands.accountId,
+        status: commands.status,
+        vcpuCount: commands.vcpuCount,
+        currentStep: commands.currentStep,
+        attempt: commands.attempt,
+        ffmpegSeconds: commands.ffmpegSeconds,
+        processedBytes: commands.processedBytes,
+        resourceCreatedAt: commands.resourceCreatedAt,
+      })
       .from(commands)
-      .where(inArray(commands.status, [CommandStatus.QUEUED, CommandStatus.PROCESSING]))
+      .where(inArray(commands.status, statuses))
       .orderBy(asc(commands.seq));
+  }
+
+  /**
+   * QUEUED commands that fit their account's plan next to what the account runs, oldest first, at
+   * most `limit`. FIFO per account: a command that does not fit hides the account's later ones. The
+   * database walks the queue, so a pass reads only the rows it may start, however long the queue.
+   */
+  async admissible(limit: number): Promise<QueuedCommand[]> {
+    const result = await this.db.execute(sql`
+      with running as (
+        select account_id, sum(vcpu_count) as used from commands where status = ${CommandStatus.PROCESSING} group by account_id
+      ), queued as (
+        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus,
+               sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
+        from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
+        where c.status = ${CommandStatus.QUEUED}
+      )
+      select q.id, q.account_id, q.vcpu_count, q.max_vcpus from queued q left join running r on r.account_id = q.account_id
+      where q.cumulative + coalesce(r.used, 0) <= q.max_vcpus
+      order by q.seq limit ${limit}`);
+    return queuedCommandsOf(result);
+  }
+
+  /** QUEUED commands asking more vCPUs than their account's plan allows now (the plan was lowered). */
+  async overPlan(): Promise<QueuedCommand[]> {
+    const result = await this.db.execute(sql`
+      select c.id, c.account_id, c.vcpu_count, p.max_vcpus
+      from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
+      where c.status = ${CommandStatus.QUEUED} and c.vcpu_count > p.max_vcpus`);
+    return queuedCommandsOf(result);
   }
 
   async update(id: string, patch: Partial<NewCommandRow>): Promise<void> {
@@ -103,4 +174,13 @@ export class CommandsRepo {
       await tx.update(commands).set(patch).where(eq(commands.id, id));
     });
   }
+}
+
+function queuedCommandsOf(result: unknown): QueuedCommand[] {
+  return rowsOf<{ id: string; account_id: string; vcpu_count: number; max_vcpus: number }>(result).map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    vcpuCount: Number(r.vcpu_count),
+    planMaxVcpus: Number(r.max_vcpus),
+  }));
 }

@@ -1,5 +1,9 @@
 // Opens the database with either driver behind one drizzle type, and applies migrations.
-import { mkdir } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { access, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
@@ -8,12 +12,19 @@ import postgres from 'postgres';
 import * as schema from './schema.ts';
 import { acquireFolderLock } from './folder-lock.ts';
 import { applyMigrations } from './migrate.ts';
+import { PGLITE_OPTIONS } from './pglite-options.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
 export interface Database {
   db: Db;
   driver: 'postgres' | 'pglite';
+  /**
+   * Calls `onNotify` with the payload of each notification on `channel` (sent by any process, after
+   * its commit), and `onResync` whenever some may have been missed: the listening connection was
+   * (re)established. Resolves to a function that stops listening.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onResync: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -38,23 +49,29 @@ function openPostgres(url: string): Database {
   return {
     db: drizzlePostgres(client, { schema }) as unknown as Db,
     driver: 'postgres',
+    listen: async (channel, onNotify, onResync) => {
+      const { unlisten } = await client.listen(channel, onNotify, onResync);
+      return unlisten;
+    },
     close: () => client.end({ timeout: 5 }),
   };
 }
 
 async function openPglite(folder: string): Promise<Database> {
   if (folder === 'memory') {
-    const client = await PGlite.create();
-    return { db: drizzlePglite(client, { schema }) as unknown as Db, driver: 'pglite', close: () => client.close() };
+    const client = await PGlite.create(PGLITE_OPTIONS);
+    return { db: drizzlePglite(client, { schema }) as unknown as Db, driver: 'pglite', listen: pgliteListen(client), close: () => client.close() };
   }
   await mkdir(folder, { recursive: true });
   // PGlite has no cross-process lock; a second process opening the folder would corrupt it.
   const lock = await acquireFolderLock(folder);
   try {
-    const client = await PGlite.create(folder);
+    if (!(await exists(join(folder, 'PG_VERSION')))) await initPgliteFolder(folder);
+    const client = await PGlite.create(folder, PGLITE_OPTIONS);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
       driver: 'pglite',
+      listen: pgliteListen(client),
       close: async () => {
         await client.close();
         await lock.release();
@@ -64,4 +81,26 @@ async function openPglite(folder: string): Promise<Database> {
     await lock.release();
     throw err;
   }
+}
+
+const exists = (path: string) => access(path).then(() => true, () => false);
+
+/** A new data folder is made by a process of its own, so that initdb's memory leaves with it. */
+async function initPgliteFolder(folder: string): Promise<void> {
+  // Compiled code runs the compiled script; the sources run through tsx, as this process does.
+  const script = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './pglite-init.ts' : './pglite-init.js', import.meta.url));
+  try {
+    await promisify(execFile)(process.execPath, [...process.execArgv, script, folder]);
+  } catch (err) {
+    throw new Error(`could not create the embedded database in ${folder}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
+  }
+}
+
+/** PGlite is one connection inside this process: nothing is missed, so no resync beyond the first. */
+function pgliteListen(client: PGlite): Database['listen'] {
+  return async (channel, onNotify, onResync) => {
+    const unlisten = await client.listen(channel, onNotify);
+    onResync();
+    return () => unlisten();
+  };
 }

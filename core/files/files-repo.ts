@@ -2,6 +2,7 @@
 // are scoped by account, so another account's ids behave exactly like unknown ones.
 import { and, desc, eq, gte, inArray, isNull, lt, ne, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
+import { rowsOf } from '../db/migrate.ts';
 import { commands, files } from '../db/schema.ts';
 import { StoreType } from '../commands/command-status.ts';
 
@@ -99,21 +100,25 @@ export class FilesRepo {
 
   /** Bytes the account keeps in storage: live files, plus announced sizes of uploads in progress. */
   async storageUsedBytes(accountId: string): Promise<number> {
-    const [row] = await this.db
-      .select({
-        bytes: sql<number>`coalesce(sum(coalesce(${files.sizeBytes}, ${files.expectedSizeBytes}, 0)), 0)::float8`,
-      })
-      .from(files)
-      .where(and(eq(files.accountId, accountId), eq(files.isDeleted, false), ne(files.status, 'FAILED')));
+    const [row] = await this.db.select({ bytes: storedBytes }).from(files).where(liveFilesOf(accountId));
     return Number(row?.bytes ?? 0);
   }
 
-  /** Bytes processed by the account's commands created since `since`. */
-  async processedBytesSince(accountId: string, since: Date): Promise<number> {
-    const [row] = await this.db
+  /** Both quota figures in one read: bytes the account stores, and bytes its commands processed since `since`. */
+  async usage(accountId: string, since: Date): Promise<{ storedBytes: number; processedBytes: number }> {
+    const stored = this.db.select({ bytes: storedBytes }).from(files).where(liveFilesOf(accountId));
+    const processed = this.db
       .select({ bytes: sql<number>`coalesce(sum(${commands.processedBytes}), 0)::float8` })
       .from(commands)
       .where(and(eq(commands.accountId, accountId), gte(commands.createdAt, since)));
-    return Number(row?.bytes ?? 0);
+    const result = await this.db.execute(sql`select (${stored}) as stored, (${processed}) as processed`);
+    const [row] = rowsOf<{ stored: number; processed: number }>(result);
+    return { storedBytes: Number(row?.stored ?? 0), processedBytes: Number(row?.processed ?? 0) };
   }
+}
+
+const storedBytes = sql<number>`coalesce(sum(coalesce(${files.sizeBytes}, ${files.expectedSizeBytes}, 0)), 0)::float8`;
+
+function liveFilesOf(accountId: string) {
+  return and(eq(files.accountId, accountId), eq(files.isDeleted, false), ne(files.status, 'FAILED'));
 }

@@ -30,6 +30,8 @@ const RUNNER_MAIN = join(ROOT, 'runner-image/main.ts');
 export interface ClusterService {
   cluster: Cluster;
   database: Database;
+  /** The test database's postgres:// URL (for a process of its own, e.g. an operator started apart). */
+  databaseUrl: string;
   storage: LocalStorage;
   agent: NodeAgent;
   apiUrl: string;
@@ -94,7 +96,7 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
   const main = await accounts.createAccount('default', 'pro');
   const key = (await accounts.createKey(main.id, 'main')).key;
   const svc: ClusterService = {
-    cluster, database, storage, agent, apiUrl, key, operatorKubeConfig: operatorKc, tokenSecret, podsDir: join(dir, 'pods'),
+    cluster, database, databaseUrl: db.url, storage, agent, apiUrl, key, operatorKubeConfig: operatorKc, tokenSecret, podsDir: join(dir, 'pods'),
     client: (k = key) => new ApiClient(apiUrl, k),
     newAccount: async (plan) => {
       const a = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);

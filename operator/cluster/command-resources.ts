@@ -3,11 +3,11 @@
 // command), and given a status that mirrors the database.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
+import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { CommandStatus } from '../../core/commands/command-status.ts';
 import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { jobName } from '../backends/job-backend.ts';
-import { keepInformer, type KeptInformer } from './watch.ts';
+import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
 
 export interface FfmpegCommandObject extends KubernetesObject {
   spec?: Record<string, unknown>;
@@ -60,12 +60,15 @@ export class CommandResources {
 
   /** Operator side: lists and watches the resources. */
   async start(onDeleted: (commandId: string) => void, onAdded: () => void = () => {}): Promise<void> {
+    // Only names and uids are used here (ownerOf, ensure, deletions): the cache keeps no more, and the
+    // list comes in pages, so thousands of finished commands cost little memory.
     this.watch = keepInformer<FfmpegCommandObject>(
       this.kc,
       `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${PLURAL}`,
-      () => this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL }) as never,
+      pagedList((cont, limit) => this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, limit, _continue: cont }), keepIdentityOnly),
       undefined,
       this.logger,
+      keepIdentityOnly,
     );
     this.watch.informer.on('delete', (obj) => onDeleted(obj.metadata!.name!));
     // A new resource is a newly submitted command: reconcile now rather than at the next resync.
@@ -83,7 +86,7 @@ export class CommandResources {
   }
 
   /** Level-triggered: creates a missing resource, or reports that the user deleted it. */
-  async ensure(c: CommandRow, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
+  async ensure(c: ActiveCommand, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
     if (this.watch?.informer.get(c.id, this.namespace)) return 'present';
     if (c.resourceCreatedAt) {
       // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
@@ -95,7 +98,9 @@ export class CommandResources {
         throw err;
       }
     }
-    await this.create(c);
+    const row = await commands.findById(c.id);
+    if (!row) return 'present'; // gone meanwhile: nothing to create
+    await this.create(row);
     await commands.update(c.id, { resourceCreatedAt: new Date() });
     this.logger.info({ command_id: c.id }, 'created the missing FfmpegCommand');
     return 'created';

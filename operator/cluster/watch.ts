@@ -1,6 +1,6 @@
 // client-node informers stop on some errors (and after a watch ends badly); this keeps one running:
 // restart with backoff, which relists (so a 410 Gone resourceVersion is recovered by a fresh list).
-import { makeInformer, type Informer, type KubeConfig, type KubernetesObject, type ListPromise, type ObjectCache } from '@kubernetes/client-node';
+import { makeInformer, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ListPromise, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
 export interface KeptInformer<T extends KubernetesObject> {
@@ -10,14 +10,29 @@ export interface KeptInformer<T extends KubernetesObject> {
   stop(): Promise<void>;
 }
 
+/**
+ * `trim`, if given, cuts each object down in place before the informer's cache keeps it (list items
+ * and watch events alike): for kinds of which only the identity is needed, the cache then holds no
+ * spec, status or managedFields.
+ */
 export function keepInformer<T extends KubernetesObject>(
   kc: KubeConfig,
   path: string,
   list: ListPromise<T>,
   labelSelector: string | undefined,
   logger: Logger,
+  trim?: (obj: T) => void,
 ): KeptInformer<T> {
-  const informer = makeInformer<T>(kc, path, list, labelSelector);
+  const informer = makeInformer<T>(kc, path, trim ? async () => {
+    const result = await list();
+    result.items.forEach(trim);
+    return result;
+  } : list, labelSelector);
+  // The cache keeps the very object it hands to its handlers, and this handler is the first one.
+  if (trim) {
+    informer.on('add', trim);
+    informer.on('update', trim);
+  }
   let stopped = false;
   let backoffMs = 200;
   let markSynced: () => void = () => {};
@@ -47,5 +62,37 @@ export function keepInformer<T extends KubernetesObject>(
       stopped = true;
       await informer.stop();
     },
+  };
+}
+
+/** Keeps what identifies an object and what the informer compares (resourceVersion); drops the rest. */
+export function keepIdentityOnly(obj: KubernetesObject): void {
+  const m = obj.metadata;
+  const kept = m && { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, deletionTimestamp: m.deletionTimestamp };
+  for (const key of Object.keys(obj)) if (key !== 'apiVersion' && key !== 'kind') delete (obj as Record<string, unknown>)[key];
+  if (kept) obj.metadata = kept;
+}
+
+/**
+ * A list in pages of `pageSize` (one consistent snapshot, continue tokens), each page trimmed before
+ * the next is read: a list of many large objects never holds them all whole at once.
+ */
+export function pagedList<T extends KubernetesObject>(
+  page: (cont: string | undefined, limit: number) => Promise<KubernetesListObject<T>>,
+  trim: (obj: T) => void,
+  pageSize = 500,
+): ListPromise<T> {
+  return async () => {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let last: KubernetesListObject<T>;
+    do {
+      last = await page(cont, pageSize);
+      last.items.forEach(trim);
+      items.push(...last.items);
+      cont = last.metadata?._continue || undefined;
+    } while (cont);
+    // Every page carries the snapshot's resourceVersion: the watch starts from there.
+    return { ...last, items, metadata: { ...last.metadata, _continue: undefined } };
   };
 }

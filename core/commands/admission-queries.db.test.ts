@@ -1,0 +1,87 @@
+// The reconciler's queue reads: which QUEUED commands fit their account's plan next to what it runs
+// (FIFO per account, oldest first across accounts), and which ask more than a lowered plan allows.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { singleCommandRow } from '../../api/commands/submission.ts';
+import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
+import { PlansRepo } from '../accounts/plans-repo.ts';
+import { openTestDatabase } from '../db/test-database.ts';
+import { CommandStatus } from './command-status.ts';
+import { CommandsRepo } from './commands-repo.ts';
+
+/** A database with plan 'small' (4 vCPUs) and accounts A and B on it. */
+async function queueFixture() {
+  const database = await openTestDatabase();
+  const accounts = new AccountsRepo(database.db);
+  const plans = new PlansRepo(database.db);
+  await plans.create({ name: 'small', maxVcpus: 4, maxCommandRunSeconds: 600, requestsPerMinute: 100, storageQuotaBytes: 1e9, processingQuotaBytesPerMonth: 1e9, privateFiles: false });
+  const caller = async (name: string): Promise<Caller> => {
+    const account = await accounts.createAccount(name, 'small');
+    return (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key))!;
+  };
+  const commands = new CommandsRepo(database.db);
+  const labels = new Map<string, string>();
+  /** Submits a command with these vCPUs; `label` names it in assertions. */
+  const submit = async (who: Caller, label: string, vcpus: number, status: string = CommandStatus.QUEUED) => {
+    const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
+    await commands.insert({ ...row, status });
+    labels.set(row.id!, label);
+    return row.id!;
+  };
+  const names = (rows: { id: string }[]) => rows.map((r) => labels.get(r.id));
+  return { database, commands, plans, a: await caller('A'), b: await caller('B'), submit, names };
+}
+
+test('admissible: oldest first across accounts, each account while its plan allows', async () => {
+  const f = await queueFixture();
+  try {
+    await f.submit(f.a, 'a1', 2);
+    await f.submit(f.b, 'b1', 4);
+    await f.submit(f.a, 'a2', 2);
+    await f.submit(f.a, 'a3', 1); // 2 + 2 + 1 > 4
+    await f.submit(f.b, 'b2', 1); // 4 + 1 > 4
+    const rows = await f.commands.admissible(100);
+    assert.deepEqual(f.names(rows), ['a1', 'b1', 'a2']);
+    assert.deepEqual(rows.map((r) => r.planMaxVcpus), [4, 4, 4]);
+  } finally {
+    await f.database.close();
+  }
+});
+
+test("admissible: an account's running commands count, and a command that does not fit hides its later ones", async () => {
+  const f = await queueFixture();
+  try {
+    await f.submit(f.a, 'a-running', 3, CommandStatus.PROCESSING);
+    await f.submit(f.a, 'a1', 2); // 3 + 2 > 4: blocks a2 although a2 alone would fit
+    await f.submit(f.a, 'a2', 1);
+    await f.submit(f.b, 'b1', 1);
+    await f.submit(f.a, 'a-done', 1, CommandStatus.SUCCESS);
+    assert.deepEqual(f.names(await f.commands.admissible(100)), ['b1']);
+  } finally {
+    await f.database.close();
+  }
+});
+
+test('admissible: at most the limit, oldest first', async () => {
+  const f = await queueFixture();
+  try {
+    for (const label of ['a1', 'a2', 'a3']) await f.submit(f.a, label, 1);
+    await f.submit(f.b, 'b1', 1);
+    assert.deepEqual(f.names(await f.commands.admissible(2)), ['a1', 'a2']);
+  } finally {
+    await f.database.close();
+  }
+});
+
+test('overPlan: commands asking more than the plan allows now, hidden from admissible', async () => {
+  const f = await queueFixture();
+  try {
+    await f.submit(f.a, 'a1', 3);
+    await f.submit(f.b, 'b1', 1);
+    await f.plans.update('small', { maxVcpus: 2 });
+    assert.deepEqual(f.names(await f.commands.overPlan()), ['a1']);
+    assert.deepEqual(f.names(await f.commands.admissible(100)), ['b1']);
+  } finally {
+    await f.database.close();
+  }
+});

@@ -1,0 +1,108 @@
+// Poll records from memory. A client polls its command many times while it waits; the database is
+// read again only after the command or one of its output files changed. Every writer, whichever
+// process it runs in (this one, the operator, another API replica), makes the database notify the
+// change on commit (triggers of migration 0004), and the cache forgets what the notification names.
+import type { Database } from '../db/database.ts';
+import type { CommandRow, CommandsRepo, FileRow } from './commands-repo.ts';
+
+export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
+
+export interface CommandWithOutputs {
+  row: CommandRow;
+  files: FileRow[];
+}
+
+interface Entry {
+  value: CommandWithOutputs;
+  expires: number;
+}
+
+interface Load {
+  promise: Promise<CommandWithOutputs | null>;
+  /** A change was notified while this read ran: its result may predate the change. */
+  stale: boolean;
+}
+
+export interface PollCacheOptions {
+  maxEntries?: number;
+  /** A safety net only: notifications are what keeps entries current. */
+  ttlMs?: number;
+  clock?: () => number;
+}
+
+export class PollCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly loads = new Map<string, Load>();
+  private readonly maxEntries: number;
+  private readonly ttlMs: number;
+  private readonly clock: () => number;
+
+  constructor(o: PollCacheOptions = {}) {
+    this.maxEntries = o.maxEntries ?? 2_000;
+    this.ttlMs = o.ttlMs ?? 60_000;
+    this.clock = o.clock ?? Date.now;
+  }
+
+  /**
+   * The command with its outputs, if it belongs to `accountId`. `load` reads it by id, whatever its
+   * account; concurrent reads of one id share one load.
+   */
+  async read(accountId: string, id: string, load: () => Promise<CommandWithOutputs | null>): Promise<CommandWithOutputs | null> {
+    const value = await this.readAny(id, load);
+    return value?.row.accountId === accountId ? value : null;
+  }
+
+  /** The command `id` changed (or a file of it): the next read goes to the database. */
+  changed(id: string): void {
+    this.entries.delete(id);
+    const running = this.loads.get(id);
+    if (running) running.stale = true;
+  }
+
+  /** Changes may have been missed: forget everything. */
+  clear(): void {
+    this.entries.clear();
+    for (const running of this.loads.values()) running.stale = true;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private async readAny(id: string, load: () => Promise<CommandWithOutputs | null>): Promise<CommandWithOutputs | null> {
+    const hit = this.entries.get(id);
+    if (hit !== undefined) {
+      if (hit.expires > this.clock()) return hit.value;
+      this.entries.delete(id);
+    }
+    const running = this.loads.get(id);
+    if (running !== undefined && !running.stale) return running.promise;
+    const mine: Load = { promise: load(), stale: false };
+    this.loads.set(id, mine);
+    try {
+      const value = await mine.promise;
+      if (value !== null && !mine.stale) this.store(id, value);
+      return value;
+    } finally {
+      if (this.loads.get(id) === mine) this.loads.delete(id);
+    }
+  }
+
+  private store(id: string, value: CommandWithOutputs): void {
+    // Bounded: when full, the oldest entry goes (Map order is insertion order).
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(id, { value, expires: this.clock() + this.ttlMs });
+  }
+}
+
+/** A poll cache kept current by the database's change notifications; `stop` ends the listening. */
+export async function watchedPollCache(database: Database, commands: CommandsRepo, o: PollCacheOptions = {}) {
+  const cache = new PollCache(o);
+  const stop = await database.listen(COMMAND_CHANGED_CHANNEL, (id) => cache.changed(id), () => cache.clear());
+  return {
+    cache,
+    /** The poll path's read. */
+    find: (accountId: string, id: string) => cache.read(accountId, id, () => commands.findWithOutputs(id)),
+    stop,
+  };
+}
