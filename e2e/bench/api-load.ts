@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
-import { quantile } from './stats.ts';
+import { quantile, reportRow } from './stats.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -77,6 +77,7 @@ try {
 
   console.log(`# API load (${database}, compiled service, wrk ${seconds} s per run)`);
   const bare = await bareHono(record);
+  const pollRows: Parameters<typeof reportRow>[0][] = [];
   try {
     console.log('| poll GET /v1/commands/{id} | service 200/s | p50 | p99 | bare Hono 200/s | p50 | p99 | ratio |');
     console.log('|---|---|---|---|---|---|---|---|');
@@ -85,10 +86,18 @@ try {
       const baseline = await wrk(`${bare.url}/v1/commands/${id}`, connections, svc.key);
       if (service.non2xx) console.log(`# ${service.non2xx} answers were not 200 and are not counted`);
       console.log(`| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} | ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} | ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`);
+      pollRows.push({
+        what: `GET /v1/commands/{id}, wrk at ${connections} connections (${database})`,
+        service: `${service.ok200PerSecond.toFixed(0)} req/s, p50 ${service.p50}, p99 ${service.p99}`,
+        baseline: `${baseline.ok200PerSecond.toFixed(0)} req/s, p99 ${baseline.p99} (bare Hono)`,
+        ratio: `${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x`,
+        goal: connections === 32 ? '>= 0.5x, p99 <= 20 ms' : '>= 0.5x',
+      });
     }
   } finally {
     bare.close();
   }
+  for (const row of pollRows) reportRow(row);
 
   // 1,000 submits from 20 clients at once, 4 clients polling meanwhile.
   const submitMs: number[] = [];
@@ -129,6 +138,16 @@ try {
   console.log(`| submit latency p50 / p99 | ${quantile(submitMs, 0.5).toFixed(0)} ms / ${quantile(submitMs, 0.99).toFixed(0)} ms |`);
   console.log(`| polls meanwhile p50 / p99 (${pollMs.length} polls) | ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`);
   console.log(`| service RSS idle / with 1,000 waiting (peak while submitting) | ${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (${peakRss.toFixed(0)} MiB) |`);
+  reportRow({
+    what: `1,000 submits from 20 clients at once, polls meanwhile (${database})`,
+    service: `${(1000 / burstSeconds).toFixed(0)} submits/s, submit p50 ${quantile(submitMs, 0.5).toFixed(0)} ms, p99 ${quantile(submitMs, 0.99).toFixed(0)} ms; polls p99 ${quantile(pollMs, 0.99).toFixed(0)} ms`,
+    baseline: '-', ratio: '-', goal: '>= 200 submits/s, submit p99 <= 100 ms, poll p99 <= 20 ms',
+  });
+  reportRow({
+    what: `service RSS, idle / with 1,000 commands waiting (${database})`,
+    service: `${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (peak ${peakRss.toFixed(0)} MiB)`,
+    baseline: '-', ratio: '-', goal: '<= 200 MB (191 MiB)',
+  });
 } finally {
   await svc.close();
 }

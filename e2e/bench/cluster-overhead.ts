@@ -1,44 +1,43 @@
-// Benchmark: the operator's own overhead in cluster mode, on a real control plane. Per command it
-// prints the time from submit to the Job existing, and from the Job finishing (as the Job controller
-// records it) to SUCCESS being visible through the API. Observed by polling every 20 ms.
-// Run (needs PostgreSQL): FFOP_TEST_DATABASE_URL=$(bash scripts/postgres.sh start) npx tsx e2e/bench/cluster-overhead.ts [runs]
-import { BatchV1Api } from '@kubernetes/client-node';
-import { LABELS } from '../../core/k8s/names.ts';
+// Benchmark: the operator's own overhead and memory in cluster mode, on a real control plane
+// (e2e/cluster/service-fixture.ts: kube-apiserver, etcd, kube-controller-manager with the real Job
+// controller, PostgreSQL, the API and the operator in this process, the test node agent running
+// runner pods as local processes). Prints markdown rows:
+//   1. `count` cheap commands submitted at once through the API (default 500): per command, submit ->
+//      Job created (raw, and the operator's own part for commands that waited for their plan's
+//      vCPUs) and the Job's end (pod exit, Job Complete, the runner's result) -> SUCCESS visible
+//      through the API; p50/p95/max. See cluster-in-flight.ts and cluster-timeline.ts.
+//   2. The operator's resident memory (VmRSS) as a process of its own (compiled, dist/operator/main.js)
+//      with no FfmpegCommand and with `objects` of them (default 10,000). See cluster-operator-memory.ts.
+// Run (needs PostgreSQL; builds dist/ first with scripts/build.sh):
+//   FFOP_TEST_DATABASE_URL=$(bash scripts/postgres.sh start) npm run bench:cluster -- [count] [objects] [--max-vcpus N]
+//   bash scripts/postgres.sh stop
+// `count` or `objects` 0 skips that part. About 10 minutes with the defaults on 2 cores.
 import { startClusterService } from '../cluster/service-fixture.ts';
-import { median } from './stats.ts';
+import { benchCommandsInFlight } from './cluster-in-flight.ts';
+import { benchOperatorMemory } from './cluster-operator-memory.ts';
 
-const runs = Number(process.argv[2] ?? 5);
+const args = process.argv.slice(2);
+const flag = args.indexOf('--max-vcpus');
+const maxVcpus = flag >= 0 ? Number(args.splice(flag, 2)[1]) : 4;
+const count = Number(args[0] ?? 500);
+const objects = Number(args[1] ?? 10_000);
+
 const coldStart = performance.now();
 const svc = await startClusterService();
 console.log(`cluster fixture up (control plane, CRD, RBAC, API, operator, node agent): ${((performance.now() - coldStart) / 1000).toFixed(1)} s`);
-const batch = svc.cluster.kubeconfig.makeApiClient(BatchV1Api);
-const api = svc.client();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const rows: { toJob: number; toSuccess: number; total: number }[] = [];
+const lines: string[] = [];
 try {
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    const id = await api.submit({ ffmpeg_command: '-f lavfi -i testsrc=size=64x48:duration=0.5 -c:v libx264 -preset ultrafast {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 1 });
-    let tJob = 0;
-    let tDone = 0;
-    for (;;) {
-      const jobs = (await batch.listNamespacedJob({ namespace: svc.cluster.namespace, labelSelector: `${LABELS.commandId}=${id}` })).items;
-      if (jobs.length && !tJob) tJob = performance.now();
-      if (jobs.some((j) => j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')) && !tDone) tDone = performance.now();
-      const status = (await api.get(`/v1/commands/${id}`)).body.status;
-      if (status === 'SUCCESS' || status === 'FAILED') {
-        const tEnd = performance.now();
-        if (status !== 'SUCCESS') throw new Error(`command ${id} failed`);
-        // The operator may apply the result before the Job controller marks the Job Complete.
-        const toSuccess = tDone ? (tEnd - tDone) / 1000 : 0;
-        rows.push({ toJob: (tJob - t0) / 1000, toSuccess, total: (tEnd - t0) / 1000 });
-        console.log(`run ${i + 1}: submit->Job ${((tJob - t0) / 1000).toFixed(3)} s, Job Complete->SUCCESS ${tDone ? toSuccess.toFixed(3) + ' s' : '(SUCCESS first)'}, submit->SUCCESS ${((tEnd - t0) / 1000).toFixed(2)} s`);
-        break;
-      }
-      await sleep(20);
-    }
+  if (count > 0) {
+    const started = performance.now();
+    const rows = await benchCommandsInFlight(svc, { count, maxVcpus });
+    console.log(['', ...rows, `(part 1 took ${((performance.now() - started) / 1000).toFixed(0)} s)`].join('\n'));
   }
-  console.log(`median of ${runs}: submit->Job ${median(rows.map((r) => r.toJob)).toFixed(3)} s, Job Complete->SUCCESS ${median(rows.map((r) => r.toSuccess)).toFixed(3)} s, submit->SUCCESS ${median(rows.map((r) => r.total)).toFixed(2)} s`);
+  if (objects > 0) {
+    const started = performance.now();
+    const rows = await benchOperatorMemory(svc, { objects });
+    console.log(['', ...rows, `(part 2 took ${((performance.now() - started) / 1000).toFixed(0)} s)`].join('\n'));
+  }
 } finally {
   await svc.close();
 }
+console.log(`\ntotal ${((performance.now() - coldStart) / 1000).toFixed(0)} s`);

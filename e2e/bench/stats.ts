@@ -7,3 +7,19 @@ export function quantile(values: number[], q: number): number {
 }
 
 export const median = (values: number[]): number => quantile(values, 0.5);
+
+/** One row of the issue's table, as `npm run bench` (e2e/bench/all.ts) collects it from each benchmark's output. */
+export interface BenchRow {
+  what: string;
+  service: string;
+  baseline: string;
+  /** The service against its baseline, e.g. "0.42x" or "+140 ms". */
+  ratio: string;
+  goal: string;
+}
+
+export const ROW_PREFIX = 'BENCH-ROW ';
+
+export function reportRow(row: BenchRow): void {
+  console.log(ROW_PREFIX + JSON.stringify(row));
+}

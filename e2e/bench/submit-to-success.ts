@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, makeClip, startMediaServer, startServiceProcess } from '../harness.ts';
-import { median } from './stats.ts';
+import { median, reportRow } from './stats.ts';
 
 const run = promisify(execFile);
 const runs = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 7);
@@ -55,6 +55,13 @@ try {
   const [md, ms] = [median(d), median(s)];
   console.log(`${compiled ? 'compiled service' : 'service from sources (tsx)'}: submit -> SUCCESS (20 ms polls), median of ${runs}: service ${ms.toFixed(0)} ms, direct ffmpeg + ffprobe ${md.toFixed(0)} ms, overhead ${(ms - md).toFixed(0)} ms (${(ms / md).toFixed(2)}x)`);
   console.log(`  service runs: ${s.map((x) => x.toFixed(0)).join(', ')} ms; direct runs: ${d.map((x) => x.toFixed(0)).join(', ')} ms`);
+  reportRow({
+    what: `submit -> SUCCESS of a 3 s 320x240 clip scaled to 160x120, vcpu_count 1, 20 ms polls (median of ${runs})`,
+    service: `${ms.toFixed(0)} ms`,
+    baseline: `${md.toFixed(0)} ms (ffmpeg + ffprobe directly)`,
+    ratio: `+${(ms - md).toFixed(0)} ms`,
+    goal: '<= +150 ms',
+  });
 } finally {
   await svc.close();
   await media.close();

@@ -3,14 +3,17 @@
 //       process of its own (as versitygw is) so the uploading client does not share its thread;
 //   (b) S3Storage on versitygw (started through scripts/versitygw.sh unless FFOP_TEST_S3_ENDPOINT is set);
 // next to (a') `cp` of the same file to the same disk (also with an fsync of the copy, as the local
-// backend fsyncs every part and the assembled object) and (b') one presigned PUT of the whole file.
+// backend fsyncs every part and the assembled object), (a'') the same parts PUT by the same client to
+// a bare node:http server that streams each body to a file and fsyncs it (the row's baseline), and
+// (b') one presigned PUT of the whole file.
 // Every upload is checked afterwards (size and MD5 of what was stored). Each figure is the best of
 // `runs` runs: other work on the machine makes single runs noisy.
 // Run: npx tsx e2e/bench/upload-throughput.ts [sizeMiB=200] [partMiB=16] [parallel=3] [runs=3]
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import type { FileHandle } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,9 +29,11 @@ import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
 import { S3Storage } from '../../core/storage/s3-storage.ts';
 import type { Storage } from '../../core/storage/storage.ts';
+import { reportRow } from './stats.ts';
 
 const MiB = 1024 * 1024;
 const SERVE_LOCAL = '--serve-local';
+const SERVE_BARE = '--serve-bare';
 const run = promisify(execFile);
 const versitygwScript = fileURLToPath(new URL('../../scripts/versitygw.sh', import.meta.url));
 
@@ -42,6 +47,8 @@ interface Upload {
 
 if (process.argv[2] === SERVE_LOCAL) {
   await serveLocal(process.argv[3], process.argv[4]);
+} else if (process.argv[2] === SERVE_BARE) {
+  await serveBare(process.argv[3]);
 } else {
   const [sizeMiB = 200, partMiB = 16, parallel = 3, runs = 3] = process.argv.slice(2).map(Number);
   await main(sizeMiB * MiB, partMiB * MiB, parallel, runs);
@@ -57,6 +64,8 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
 
     const local = await startLocal(join(dir, 'local-root'));
     cleanups.push(local.close);
+    const bare = await startChildServer([SERVE_BARE, join(dir, 'bare-root')]);
+    cleanups.push(bare.close);
     const s3 = await startS3();
     cleanups.push(s3.close);
 
@@ -71,6 +80,7 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
         },
         () => rm(join(dir, 'copy.bin')),
       ],
+      ["(a'') bare node:http, parts + fsync", () => putParts(upload, async (n) => `${bare.url}/parts/${n}`), () => rm(join(dir, 'bare-root', 'parts'), { recursive: true, force: true })],
       ['(a) local, presigned parts', () => uploadInParts(local.storage, 'bench/a.bin', upload), () => checkAndDelete(local.storage, 'bench/a.bin', upload)],
       ['(a) local, one presigned PUT', () => uploadWhole(local.storage, 'bench/a.bin', upload), () => checkAndDelete(local.storage, 'bench/a.bin', upload)],
       ['(b) versitygw, presigned parts', () => uploadInParts(s3.storage, 'bench/b.bin', upload), () => checkAndDelete(s3.storage, 'bench/b.bin', upload)],
@@ -95,6 +105,14 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
       const completion = typeof row.completion === 'number' ? `${row.completion.toFixed(2)} s` : '';
       console.log(`${row.what.padEnd(36)} ${row.seconds.toFixed(2).padStart(8)} ${(size / MiB / row.seconds).toFixed(0).padStart(8)}  ${completion}`);
     }
+    const mibs = (what: string) => size / MiB / rows.find((r) => r.what.startsWith(what))!.seconds;
+    reportRow({
+      what: `upload of ${size / MiB} MiB in presigned parts of ${partBytes / MiB} MiB, ${parallel} in parallel (local storage backend)`,
+      service: `${mibs('(a) local, presigned parts').toFixed(0)} MiB/s`,
+      baseline: `${mibs("(a'')").toFixed(0)} MiB/s (bare node:http, fsync)`,
+      ratio: `${(mibs('(a) local, presigned parts') / mibs("(a'')")).toFixed(2)}x`,
+      goal: '>= 0.8x',
+    });
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch((err: unknown) => console.error('cleanup:', err));
   }
@@ -106,6 +124,14 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
  */
 async function uploadInParts(storage: Storage, key: string, upload: Upload): Promise<number> {
   const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+  const etags = await putParts(upload, (n, length) => storage.presignUploadPart(key, uploadId, n, 3600, length));
+  const start = performance.now();
+  await storage.completeMultipartUpload(key, uploadId, etags.map((etag, i) => ({ partNumber: i + 1, etag })));
+  return (performance.now() - start) / 1000;
+}
+
+/** PUTs the file's parts to the URLs `urlOf` gives (part numbers from 1), `parallel` at a time; returns the ETags. */
+async function putParts(upload: Upload, urlOf: (partNumber: number, length: number) => Promise<string>): Promise<string[]> {
   const count = Math.ceil(upload.size / upload.partBytes);
   const etags: string[] = [];
   const file = await open(upload.source, 'r');
@@ -115,7 +141,7 @@ async function uploadInParts(storage: Storage, key: string, upload: Upload): Pro
       const index = next++;
       const offset = index * upload.partBytes;
       const body = await readSlice(file, offset, Math.min(upload.partBytes, upload.size - offset));
-      const res = await fetch(await storage.presignUploadPart(key, uploadId, index + 1, 3600, body.length), { method: 'PUT', body });
+      const res = await fetch(await urlOf(index + 1, body.length), { method: 'PUT', body });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`part ${index + 1}: ${res.status} ${text}`);
       etags[index] = res.headers.get('etag') ?? '';
@@ -126,9 +152,7 @@ async function uploadInParts(storage: Storage, key: string, upload: Upload): Pro
   } finally {
     await file.close();
   }
-  const start = performance.now();
-  await storage.completeMultipartUpload(key, uploadId, etags.map((etag, i) => ({ partNumber: i + 1, etag })));
-  return (performance.now() - start) / 1000;
+  return etags;
 }
 
 async function uploadWhole(storage: Storage, key: string, upload: Upload): Promise<void> {
@@ -180,21 +204,52 @@ async function writeRandomFile(path: string, size: number): Promise<string> {
  */
 async function startLocal(root: string): Promise<{ storage: LocalStorage; close(): Promise<void> }> {
   const signingKey = randomBytes(32).toString('hex');
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), SERVE_LOCAL, root, signingKey], {
+  const server = await startChildServer([SERVE_LOCAL, root, signingKey]);
+  return { storage: new LocalStorage({ root, publicBaseUrl: server.url, signingKey }), close: server.close };
+}
+
+/** This file in a child process with `args` (a server mode): its first line is its URL; it exits when its stdin closes. */
+async function startChildServer(args: string[]): Promise<{ url: string; close(): Promise<void> }> {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const [baseUrl] = await Promise.race([
+  const [url] = await Promise.race([
     once(createInterface({ input: child.stdout }), 'line'),
-    exited.then(() => Promise.reject(new Error('the local storage server exited'))),
+    exited.then(() => Promise.reject(new Error(`the ${args[0]} server exited`))),
   ]) as string[];
   return {
-    storage: new LocalStorage({ root, publicBaseUrl: baseUrl, signingKey }),
+    url,
     async close() {
-      child.stdin.end(); // the server exits when its stdin closes
+      child.stdin.end();
       await exited;
     },
   };
+}
+
+/** The baseline server: each PUT body streamed to `root/<path>`, fsynced, then 200. */
+async function serveBare(root: string): Promise<void> {
+  const server = createServer((req, res) => {
+    void (async () => {
+      const path = join(root, new URL(req.url ?? '/', 'http://x').pathname);
+      await mkdir(join(path, '..'), { recursive: true });
+      const file = await open(path, 'w');
+      try {
+        for await (const chunk of req) await file.write(chunk as Buffer);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      res.writeHead(200, { etag: '"bare"' }).end();
+    })().catch((err: Error) => res.writeHead(500).end(err.message));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  console.log(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  process.stdin.resume();
+  process.stdin.once('end', () => {
+    server.closeAllConnections();
+    server.close();
+  });
 }
 
 async function serveLocal(root: string, signingKey: string): Promise<void> {
