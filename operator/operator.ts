@@ -7,7 +7,7 @@ import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../core/commands/commands-repo.ts';
 import type { Database } from '../core/db/database.ts';
 import { FilesRepo } from '../core/files/files-repo.ts';
-import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
+import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { LEADER_LEASE } from '../core/k8s/names.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { KubernetesBackend, type KubernetesBackendOptions } from './backends/kubernetes-backend.ts';
@@ -74,6 +74,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       kubeconfig: o.kubeconfig,
       namespace: o.namespace,
       events: new JobEventsRepo(o.database.db),
+      watchEvents: (onNew) => o.database.listen(JOB_EVENT_CHANNEL, onNew, onNew),
       logger,
       runnerImage: o.runnerImage,
       reportUrl: o.reportUrl,

@@ -9,6 +9,9 @@ export interface StoredJobEvent {
   event: RunnerEvent;
 }
 
+/** Notified on every stored event (migration 0004). */
+export const JOB_EVENT_CHANNEL = 'ffop_job_event';
+
 export class JobEventsRepo {
   private readonly db: Db;
   constructor(db: Db) {

@@ -28,7 +28,10 @@ export interface KubernetesBackendOptions {
   /** The FfmpegCommand that owns a command's Jobs (for ownerReferences and garbage collection). */
   ownerOf: (commandId: string) => { name: string; uid: string; apiVersion: string; kind: string } | null;
   ttlSecondsAfterFinished?: number;
+  /** Runner events are read on every notification of a new one (watchEvents), and every pollMs in any case. */
   pollMs?: number;
+  /** Calls `onNew` whenever a runner event was stored (the database's NOTIFY); resolves to a stop function. */
+  watchEvents?: (onNew: () => void) => Promise<() => Promise<void>>;
   /** Where the runner's working volume is mounted (default /work). */
   workRoot?: string;
   /** Disk a step may use: its working volume's size limit and the pod's ephemeral-storage limit (default 100Gi). */
@@ -65,6 +68,9 @@ export class KubernetesBackend implements JobBackend {
   private lastEventId = 0;
   private poller: NodeJS.Timeout | null = null;
   private polling: Promise<void> = Promise.resolve();
+  /** A read of events is queued behind the running one: more requests join it. */
+  private pollQueued = false;
+  private stopEventWatch: () => Promise<void> = async () => {};
   /** Jobs whose result was emitted (real or made from status): nothing more is emitted for them. */
   private readonly settled = new Set<string>();
   /** Jobs created here that the watch has not shown yet: they exist, whatever the cache says. */
@@ -97,6 +103,7 @@ export class KubernetesBackend implements JobBackend {
       void this.onJobChanged(job);
     });
     await this.jobs.synced;
+    if (this.o.watchEvents) this.stopEventWatch = await this.o.watchEvents(() => this.poll());
     this.poller = setInterval(() => this.poll(), this.o.pollMs ?? 250);
     this.poller.unref();
     this.poll();
@@ -208,13 +215,17 @@ export class KubernetesBackend implements JobBackend {
 
   async close(): Promise<void> {
     if (this.poller) clearInterval(this.poller);
+    await this.stopEventWatch();
     await this.polling;
     await this.jobs?.stop();
   }
 
   private poll(): void {
+    if (this.pollQueued) return;
+    this.pollQueued = true;
     this.polling = this.polling
       .then(async () => {
+        this.pollQueued = false;
         for (const e of await this.o.events.after(Math.max(0, this.lastEventId - EVENT_LOOKBACK))) {
           if (this.seenEvents.has(e.id)) continue;
           this.seenEvents.add(e.id);

@@ -37,3 +37,14 @@ CREATE TRIGGER accounts_notify_changed AFTER UPDATE OR DELETE ON accounts
 --> statement-breakpoint
 CREATE TRIGGER plans_notify_changed AFTER UPDATE OR DELETE ON plans
   FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_keys_changed();
+--> statement-breakpoint
+-- A runner's event (cluster mode, stored by the API): the operator reads new events at once instead of
+-- at its next poll.
+CREATE FUNCTION ffop_notify_job_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('ffop_job_event', '');
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER job_events_notify AFTER INSERT ON job_events
+  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_job_event();
