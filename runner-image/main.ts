@@ -1,8 +1,9 @@
-// Runner entry point. Embedded mode: the StepSpec (JSON) arrives on stdin and RunnerEvents go out as
-// JSON lines on stdout. Cluster mode (a Job's pod): the spec is in FFOP_STEP_SPEC and events are also
-// POSTed to FFOP_REPORT_URL with the Job's token. ffmpeg is stopped when the runner is told to stop
+// Runner entry point. Embedded mode: StepSpecs arrive on stdin, one JSON line per job, worked on one
+// after the other until stdin ends; RunnerEvents go out as JSON lines on stdout. Cluster mode (a Job's
+// pod): the one spec is in FFOP_STEP_SPEC and events are also POSTed to FFOP_REPORT_URL with the
+// Job's token. ffmpeg is stopped when the runner is told to stop
 // (SIGTERM) or when the process that started it goes away.
-import { text } from 'node:stream/consumers';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { RUNNER_ENV } from '../core/k8s/names.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
@@ -28,44 +29,57 @@ const workRoot = process.env.FFOP_WORK_ROOT ?? tmpdir();
 const confining = confinementFromEnv(process.env, workRoot, (line) => process.stderr.write(line + '\n'));
 confining.catch(() => {}); // awaited below; its failure becomes the step's result
 
-const fromEnv = process.env[RUNNER_ENV.spec];
-const spec = JSON.parse(fromEnv ?? (await text(process.stdin))) as StepSpec;
-const attempt = Number(process.env.FFOP_ATTEMPT ?? '1');
-const reportUrl = process.env[RUNNER_ENV.reportUrl];
-const reporter: Reporter | null = reportUrl
-  ? httpReporter(reportUrl, process.env.FFOP_JOB_NAME ?? jobName(spec.commandId, spec.step, attempt), process.env[RUNNER_ENV.reportToken] ?? '')
-  : null;
-
-const emit = (event: RunnerEvent) => {
-  process.stdout.write(JSON.stringify(event) + '\n');
-  reporter?.send(event);
-};
-
 const positive = (name: string): number | undefined => {
   const value = Number(process.env[name]);
   return Number.isSafeInteger(value) && value > 0 ? value : undefined;
 };
-try {
-  const { confinement, uid } = await confining;
-  await runStep(spec, {
-    workRoot,
-    emit,
-    signal: abort.signal,
-    confinement,
-    uid,
-    ffmpegPath: process.env.FFMPEG_PATH,
-    ffprobePath: process.env.FFPROBE_PATH,
-    maxOutputFileBytes: positive('FFOP_MAX_OUTPUT_FILE_BYTES'),
-    maxMemoryBytes: positive('FFOP_MAX_MEMORY_BYTES'),
-    maxOutputFiles: positive('FFOP_MAX_OUTPUT_FILES'),
-    podMemoryLimit: process.env.FFOP_POD_MEMORY_LIMIT || undefined,
-  });
-} catch (err) {
-  // No confinement, no ffmpeg: the step fails and says why.
-  emit({ type: 'result', ok: false, errorStatus: ErrorStatus.INTERNAL_ERROR, errorMessage: (err as Error).message, ffmpegSeconds: null, inputBytes: 0 });
+
+/** Runs one step, reporting through `emit`; a failure to confine becomes the step's result. */
+async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void): Promise<void> {
+  try {
+    const { confinement, uid } = await confining;
+    await runStep(spec, {
+      workRoot,
+      emit,
+      signal: abort.signal,
+      confinement,
+      uid,
+      ffmpegPath: process.env.FFMPEG_PATH,
+      ffprobePath: process.env.FFPROBE_PATH,
+      maxOutputFileBytes: positive('FFOP_MAX_OUTPUT_FILE_BYTES'),
+      maxMemoryBytes: positive('FFOP_MAX_MEMORY_BYTES'),
+      maxOutputFiles: positive('FFOP_MAX_OUTPUT_FILES'),
+      podMemoryLimit: process.env.FFOP_POD_MEMORY_LIMIT || undefined,
+    });
+  } catch (err) {
+    // No confinement, no ffmpeg: the step fails and says why.
+    emit({ type: 'result', ok: false, errorStatus: ErrorStatus.INTERNAL_ERROR, errorMessage: (err as Error).message, ffmpegSeconds: null, inputBytes: 0 });
+  }
 }
-if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
-else if (reporter && !(await reporter.flush())) {
-  process.stderr.write('could not deliver the result to the API\n');
-  process.exitCode = 1;
+
+const toStdout = (event: RunnerEvent) => void process.stdout.write(JSON.stringify(event) + '\n');
+const fromEnv = process.env[RUNNER_ENV.spec];
+if (fromEnv === undefined) {
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() === '') continue;
+    await runOne(JSON.parse(line) as StepSpec, toStdout);
+    if (abort.signal.aborted) break;
+  }
+  if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
+} else {
+  const spec = JSON.parse(fromEnv) as StepSpec;
+  const attempt = Number(process.env.FFOP_ATTEMPT ?? '1');
+  const reportUrl = process.env[RUNNER_ENV.reportUrl];
+  const reporter: Reporter | null = reportUrl
+    ? httpReporter(reportUrl, process.env.FFOP_JOB_NAME ?? jobName(spec.commandId, spec.step, attempt), process.env[RUNNER_ENV.reportToken] ?? '')
+    : null;
+  await runOne(spec, (event) => {
+    toStdout(event);
+    reporter?.send(event);
+  });
+  if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
+  else if (reporter && !(await reporter.flush())) {
+    process.stderr.write('could not deliver the result to the API\n');
+    process.exitCode = 1;
+  }
 }

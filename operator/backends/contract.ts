@@ -15,7 +15,7 @@ export interface BackendFixture {
   close(): Promise<void>;
 }
 
-function collector(backend: JobBackend) {
+export function collector(backend: JobBackend) {
   const events = new Map<string, RunnerEvent[]>();
   const waiters: (() => void)[] = [];
   backend.subscribe((ref: JobRef, event: RunnerEvent) => {
@@ -38,7 +38,7 @@ function collector(backend: JobBackend) {
   return { of, result };
 }
 
-async function spec(storage: Storage, command: string, opts: { timeoutSeconds?: number } = {}): Promise<{ spec: StepSpec; ref: JobRef }> {
+export async function spec(storage: Storage, command: string, opts: { timeoutSeconds?: number } = {}): Promise<{ spec: StepSpec; ref: JobRef }> {
   const commandId = randomUUID();
   const parsed = parseFfmpegCommand(command, { inputAliases: new Set(), outputAliases: new Set(['out_1']) });
   const ref = { name: jobName(commandId, 0, 1), commandId, step: 0, attempt: 1 };

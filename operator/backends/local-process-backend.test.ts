@@ -1,4 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { test } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -6,28 +8,64 @@ import { serve } from '@hono/node-server';
 import { createLogger } from '../../core/logger.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
-import { jobBackendContract } from './contract.ts';
+import { collector, jobBackendContract, spec } from './contract.ts';
 import { LocalProcessBackend } from './local-process-backend.ts';
 
+/** A local backend with a local storage served over HTTP, in a folder of its own. */
+async function localBackendFixture(warmRunner: boolean) {
+  const dir = await mkdtemp(join(tmpdir(), 'ffop-local-backend-'));
+  // The storage's URLs need the server's port, so the routes are attached once it listens.
+  let routes: ReturnType<typeof storageFilesRoutes> | null = null;
+  const server = serve({ fetch: (req) => (routes ? routes.fetch(req) : new Response(null, { status: 503 })), hostname: '127.0.0.1', port: 0 });
+  await new Promise((r) => server.once('listening', r));
+  const port = (server.address() as AddressInfo).port;
+  const storage = new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: `http://127.0.0.1:${port}`, signingKey: 'k'.repeat(32) });
+  routes = storageFilesRoutes(storage);
+  const backend = new LocalProcessBackend({ logger: createLogger('silent'), workRoot: join(dir, 'work'), warmRunner, capacityVcpus: 2 });
+  return {
+    backend,
+    storage,
+    workRoot: join(dir, 'work'),
+    close: async () => {
+      await backend.close();
+      await new Promise((r) => server.close(r));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 for (const warmRunner of [false, true]) {
-  jobBackendContract(warmRunner ? 'local processes, with a warm runner' : 'local processes', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'ffop-local-backend-'));
-    // The storage's URLs need the server's port, so the routes are attached once it listens.
-    let routes: ReturnType<typeof storageFilesRoutes> | null = null;
-    const server = serve({ fetch: (req) => (routes ? routes.fetch(req) : new Response(null, { status: 503 })), hostname: '127.0.0.1', port: 0 });
-    await new Promise((r) => server.once('listening', r));
-    const port = (server.address() as AddressInfo).port;
-    const storage = new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: `http://127.0.0.1:${port}`, signingKey: 'k'.repeat(32) });
-    routes = storageFilesRoutes(storage);
-    const backend = new LocalProcessBackend({ logger: createLogger('silent'), workRoot: join(dir, 'work'), warmRunner });
-    return {
-      backend,
-      storage,
-      close: async () => {
-        await backend.close();
-        await new Promise((r) => server.close(r));
-        await rm(dir, { recursive: true, force: true });
-      },
-    };
+  jobBackendContract(warmRunner ? 'local processes, with warm runners' : 'local processes', () => localBackendFixture(warmRunner));
+}
+
+/** Pids of this process's runner children working under `workRoot` (Linux: /proc/<pid>/task/<pid>/children). */
+async function runnerPids(workRoot: string): Promise<number[]> {
+  const children = (await readFile(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8')).trim().split(/\s+/).filter(Boolean).map(Number);
+  const runners: number[] = [];
+  for (const pid of children) {
+    const environ = (await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')).split('\0');
+    if (environ.includes(`FFOP_WORK_ROOT=${workRoot}`)) runners.push(pid);
+  }
+  return runners;
+}
+
+for (const warmRunner of [false, true]) {
+  test(`jobs one after another: ${warmRunner ? 'warm runners work on them, no process is started per job' : 'a runner process each'}`, async () => {
+    const f = await localBackendFixture(warmRunner);
+    const events = collector(f.backend);
+    const seen = new Set<number>();
+    try {
+      for (let i = 0; i < 4; i++) {
+        const { spec: s, ref } = await spec(f.storage, '-f lavfi -i testsrc=size=64x48:rate=10:duration=0.2 -c:v libx264 -preset ultrafast {{out_1}}');
+        await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 60, accountId: 'acct' });
+        for (const pid of await runnerPids(f.workRoot)) seen.add(pid);
+        assert.equal((await events.result(ref.name)).ok, true);
+        await f.backend.deleteJob(ref.name);
+      }
+      if (warmRunner) assert.ok(seen.size <= 2, `runner processes seen: ${seen.size}`);
+      else assert.equal(seen.size, 4);
+    } finally {
+      await f.close();
+    }
   });
 }

@@ -1,5 +1,5 @@
-// Embedded mode's job backend: each job is a runner child process that gets its StepSpec on stdin
-// and reports RunnerEvents as JSON lines on stdout. Finished jobs are kept (like Kubernetes Jobs)
+// Embedded mode's job backend: each job goes to a runner child process, as its StepSpec in one JSON
+// line on stdin; the runner reports RunnerEvents as JSON lines on stdout. Finished jobs are kept (like Kubernetes Jobs)
 // until the reconciler deletes them, so a result is never mistaken for a lost job.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -23,11 +23,13 @@ interface RunnerProcess {
   child: ChildProcess;
   stderrTail: () => string;
   startError: Error | null;
+  /** The job it works on; null while it waits for one. */
+  job: LocalJob | null;
 }
 
 interface LocalJob {
   ref: JobRef;
-  child: ChildProcess | null;
+  runner: RunnerProcess | null;
   finished: boolean;
   deadline: NodeJS.Timeout | null;
 }
@@ -43,8 +45,10 @@ export interface LocalProcessBackendOptions {
   /** As root: each runner's ffmpeg gets a uid of its own from here (FFOP_SANDBOX_UID), held until the runner is gone. */
   uids?: UidPool;
   /**
-   * Keep one runner started ahead, waiting for its spec: a job then skips the runner's start (node and
-   * its modules, about 0.1 s of CPU). The spare holds a uid while it waits.
+   * Keep runners alive between jobs, and one started ahead: a job then skips the runner's start (node,
+   * its modules and its confinement, about 0.2 s of CPU that would compete with ffmpeg). A runner works
+   * on one job at a time, in a fresh working folder each time, and keeps its uid: jobs that run at the
+   * same time never share one. A runner stopped for a deadline or a deletion is not used again.
    */
   warmRunner?: boolean;
 }
@@ -55,30 +59,36 @@ export class LocalProcessBackend implements JobBackend {
   private readonly listeners: JobListener[] = [];
   private readonly opts: LocalProcessBackendOptions;
 
-  /** A runner started ahead, its modules loaded, waiting on stdin for the next job's spec. */
-  private warm: RunnerProcess | null = null;
+  /** Runners waiting on stdin for their next job's spec, modules loaded. */
+  private idle: RunnerProcess[] = [];
   private closed = false;
 
   constructor(opts: LocalProcessBackendOptions) {
     this.opts = opts;
     this.capacityVcpus = opts.capacityVcpus ?? availableParallelism();
-    if (opts.warmRunner) this.warm = this.startRunner();
+    if (opts.warmRunner) this.idle.push(this.startRunner());
   }
 
-  /** The warm runner if it is still alive (and a new one started behind it), else a new runner. */
+  /** An idle runner that is still alive (and a spare started behind the last one), else a new runner. */
   private takeRunner(): RunnerProcess {
-    const warm = this.warm;
-    this.warm = null;
-    const alive = warm !== null && warm.child.exitCode === null && warm.child.signalCode === null && !warm.startError;
-    if (warm && !alive) stopProcessGroup(warm.child);
-    const runner = alive ? warm : this.startRunner();
-    if (this.opts.warmRunner) {
+    let runner: RunnerProcess | undefined;
+    while ((runner = this.idle.pop()) !== undefined && !alive(runner)) stopProcessGroup(runner.child);
+    runner ??= this.startRunner();
+    if (this.opts.warmRunner && this.idle.length === 0) {
       // Off the job's critical path: the next runner loads while this one works.
       setImmediate(() => {
-        if (!this.closed && this.warm === null) this.warm = this.startRunner();
+        if (!this.closed && this.idle.length === 0) this.idle.push(this.startRunner());
       });
     }
     return runner;
+  }
+
+  /** A runner whose job ended with a result waits for the next job, if it may be kept. */
+  private release(runner: RunnerProcess): void {
+    runner.job = null;
+    // At most one idle runner per core: more would hold memory and uids for nothing.
+    if (this.opts.warmRunner && !this.closed && alive(runner) && this.idle.length < this.capacityVcpus) this.idle.push(runner);
+    else runner.child.stdin!.end(); // no more specs: it exits
   }
 
   private startRunner(): RunnerProcess {
@@ -93,13 +103,48 @@ export class LocalProcessBackend implements JobBackend {
         ...(uid === undefined ? {} : { FFOP_SANDBOX_UID: String(uid) }),
       },
     });
-    const runner: RunnerProcess = { child, stderrTail: () => stderrTail, startError: null };
+    const runner: RunnerProcess = { child, stderrTail: () => stderrTail, startError: null, job: null };
     if (uid !== undefined) child.once('close', () => this.opts.uids?.release(uid));
     child.once('error', (err) => (runner.startError = err));
     child.stdin!.on('error', () => {}); // a runner that dies early closes its stdin; the exit handler reports it
     let stderrTail = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderrTail = (stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    // One reader for the runner's life: each line belongs to the job it works on at that moment.
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const job = runner.job;
+      if (job === null) return;
+      let event: RunnerEvent;
+      try {
+        event = JSON.parse(line) as RunnerEvent;
+      } catch {
+        this.opts.logger.warn({ job: job.ref.name, line: line.slice(0, 200) }, 'runner printed a line that is not an event');
+        return;
+      }
+      this.emit(job, event);
+      if (event.type === 'result') {
+        if (job.deadline) clearTimeout(job.deadline);
+        job.runner = null;
+        this.release(runner);
+      }
+    });
+    child.on('close', (code, signal) => {
+      this.idle = this.idle.filter((r) => r !== runner);
+      const job = runner.job;
+      if (job === null) return;
+      if (job.deadline) clearTimeout(job.deadline);
+      const detail = runner.stderrTail().trim().split('\n').slice(-5).join('\n');
+      this.emit(job, {
+        type: 'result',
+        ok: false,
+        errorStatus: ErrorStatus.INTERNAL_ERROR,
+        errorMessage: `the runner exited (${signal ?? `code ${code}`}) without a result${detail ? `: ${detail}` : ''}`,
+        ffmpegSeconds: null,
+        inputBytes: 0,
+      });
+      job.finished = true;
+      job.runner = null;
     });
     return runner;
   }
@@ -114,28 +159,15 @@ export class LocalProcessBackend implements JobBackend {
 
   async ensureJob(request: JobRequest): Promise<void> {
     if (this.jobs.has(request.ref.name)) return;
-    const job: LocalJob = { ref: request.ref, child: null, finished: false, deadline: null };
+    const job: LocalJob = { ref: request.ref, runner: null, finished: false, deadline: null };
     this.jobs.set(request.ref.name, job);
     const log = this.opts.logger.child({ command_id: request.ref.commandId, job: request.ref.name });
 
     const runner = this.takeRunner();
-    const child = runner.child;
-    job.child = child;
-    child.stdin!.end(JSON.stringify(request.spec));
-
-    let gotResult = false;
-    const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
-      let event: RunnerEvent;
-      try {
-        event = JSON.parse(line) as RunnerEvent;
-      } catch {
-        log.warn({ line: line.slice(0, 200) }, 'runner printed a line that is not an event');
-        return;
-      }
-      if (event.type === 'result') gotResult = true;
-      this.emit(job, event);
-    });
+    runner.job = job;
+    job.runner = runner;
+    if (runner.startError) log.error({ err: runner.startError }, 'runner could not start');
+    runner.child.stdin!.write(JSON.stringify(request.spec) + '\n');
 
     job.deadline = setTimeout(() => {
       log.warn({ deadline_seconds: request.deadlineSeconds }, 'runner passed its deadline, stopping it');
@@ -147,28 +179,10 @@ export class LocalProcessBackend implements JobBackend {
         ffmpegSeconds: null,
         inputBytes: 0,
       });
-      gotResult = true;
-      stopProcessGroup(child);
+      job.runner = null;
+      stopProcessGroup(runner.child); // never used again: its close finds no job
+      runner.job = null;
     }, request.deadlineSeconds * 1000);
-
-    if (runner.startError) log.error({ err: runner.startError }, 'runner could not start');
-    child.on('error', (err) => log.error({ err }, 'runner could not start'));
-    child.on('close', (code, signal) => {
-      if (job.deadline) clearTimeout(job.deadline);
-      if (!gotResult) {
-        const detail = runner.stderrTail().trim().split('\n').slice(-5).join('\n');
-        this.emit(job, {
-          type: 'result',
-          ok: false,
-          errorStatus: ErrorStatus.INTERNAL_ERROR,
-          errorMessage: `the runner exited (${signal ?? `code ${code}`}) without a result${detail ? `: ${detail}` : ''}`,
-          ffmpegSeconds: null,
-          inputBytes: 0,
-        });
-      }
-      job.finished = true;
-      job.child = null;
-    });
   }
 
   async deleteJob(name: string): Promise<void> {
@@ -176,20 +190,26 @@ export class LocalProcessBackend implements JobBackend {
     if (!job) return;
     this.jobs.delete(name);
     if (job.deadline) clearTimeout(job.deadline);
-    if (job.child) stopProcessGroup(job.child);
+    // Still working on it: stop that runner (it is not used again).
+    if (job.runner) {
+      job.runner.job = null;
+      stopProcessGroup(job.runner.child);
+      job.runner = null;
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    // The spare is idle (waiting on stdin): nothing of a job to stop gracefully.
-    if (this.warm?.child.pid !== undefined) {
+    // Idle runners wait on stdin: nothing of a job to stop gracefully.
+    for (const runner of this.idle) {
+      if (runner.child.pid === undefined) continue;
       try {
-        process.kill(-this.warm.child.pid, 'SIGKILL');
+        process.kill(-runner.child.pid, 'SIGKILL');
       } catch {
         /* already gone */
       }
     }
-    this.warm = null;
+    this.idle = [];
     await Promise.all([...this.jobs.keys()].map((name) => this.deleteJob(name)));
   }
 
@@ -199,6 +219,10 @@ export class LocalProcessBackend implements JobBackend {
     if (event.type === 'result') job.finished = true;
     for (const listener of this.listeners) listener(job.ref, event);
   }
+}
+
+function alive(runner: RunnerProcess): boolean {
+  return runner.child.exitCode === null && runner.child.signalCode === null && !runner.startError;
 }
 
 /** SIGTERM lets the runner stop ffmpeg's own process group; SIGKILL follows if it lingers. */
