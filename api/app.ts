@@ -77,14 +77,14 @@ export function createApp(d: AppDeps): Hono {
   });
 
   const api = new Hono<AppEnv>();
-  api.use(
-    '/v1/*',
-    bodyLimit({
-      maxSize: d.maxBodyBytes ?? 1024 * 1024,
-      // The unread rest of the body makes the connection unusable: tell the client not to reuse it.
-      onError: (c) => c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: d.maxBodyBytes ?? 1024 * 1024,
+    // The unread rest of the body makes the connection unusable: tell the client not to reuse it.
+    onError: (c) => c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
+  });
+  // GET and HEAD bodies are never read. Looking for one would make @hono/node-server build a whole
+  // fetch Request (and an AbortController) for every poll.
+  api.use('/v1/*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   // Counted per client address before any key is looked up: guessing keys is throttled, not just failed.
   api.use('/v1/*', authFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), trustedProxies: d.trustedProxies, clock: () => clock().getTime() }));
   api.use('/v1/*', requireApiKey(d.accounts));

@@ -53,6 +53,22 @@ describe('hostile requests', () => {
     await svc?.close();
   });
 
+  test('attack: a GET with a 20 MiB body is answered without reading it, and the service keeps answering', async () => {
+    const api = svc.client(await svc.newAccount('pro'));
+    const answer = await new Promise<number>((resolve, reject) => {
+      const req = request(`${svc.url}/v1/commands`, { method: 'GET', headers: { 'x-api-key': api.key, 'content-length': String(20 * MiB) } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', () => {}); // the service may close the connection before all of it is sent
+      req.write(randomBytes(MiB));
+      setTimeout(() => req.destroy(), 2000);
+      setTimeout(() => reject(new Error('no answer within 10 s')), 10_000).unref();
+    });
+    assert.equal(answer, 200);
+    assert.equal((await api.get('/v1/commands')).status, 200);
+  });
+
   test('attack: an input URL on this service\'s storage with an encoded path is refused at submit, naming the input', async () => {
     const owner = svc.client(await svc.newAccount('pro'));
     const clip = await readFile(await makeClip(svc.dataDir, 'secret.mp4'));
