@@ -69,7 +69,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     const initialKey = await ensureDefaultAccount(accounts, config, logger);
     const polls = await watchedPollCache(database, commands);
     const stopKeyWatch = await watchKeyChanges(database);
-    const storage = createStorage({
+    const storage = await createStorage({
       kind: config.storage,
       publicUrl,
       signingKey: config.signingKey ?? (await persistentSecret(join(config.dataDir, 'signing-key'))),

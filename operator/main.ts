@@ -19,7 +19,7 @@ const operator = startOperator({
   kubeconfig: loadKubeConfig(),
   namespace: cluster.namespace,
   database,
-  storage: createStorage({ kind: config.storage, publicUrl: config.publicUrl, signingKey: config.signingKey ?? '', localDir: config.storageDir, s3: config.s3 ?? undefined }),
+  storage: await createStorage({ kind: config.storage, publicUrl: config.publicUrl, signingKey: config.signingKey ?? '', localDir: config.storageDir, s3: config.s3 ?? undefined }),
   logger,
   identity: cluster.identity,
   runnerImage: cluster.runnerImage,
