@@ -120,7 +120,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       files,
       storage,
       logger,
-      dispatch: () => reconciler.kick(),
+      dispatch: () => reconciler.submitted(),
       kickFileTasks: () => fileTasks.kick(),
       uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
       storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),

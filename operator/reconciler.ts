@@ -43,6 +43,8 @@ export class Reconciler {
   private timer: NodeJS.Timeout | null = null;
   private passPending = false;
   private stopped = false;
+  /** The last pass found the shared capacity taken, and nothing has ended since. */
+  private capacityFull = false;
 
   constructor(o: ReconcilerOptions) {
     this.o = o;
@@ -66,12 +68,22 @@ export class Reconciler {
 
   /** Asks for a pass soon; many kicks before it runs make one pass. */
   kick(): void {
+    this.capacityFull = false;
     if (this.passPending || this.stopped) return;
     this.passPending = true;
     void this.serial(async () => {
       this.passPending = false;
       await this.reconcileOnce();
     });
+  }
+
+  /**
+   * A new command was stored. While the capacity is taken it could not start anyway: it waits for the
+   * pass that the end of a running command asks for (or the resync), and a burst of submits costs no
+   * pass each.
+   */
+  submitted(): void {
+    if (!this.capacityFull) this.kick();
   }
 
   /** Waits for queued work to finish, then stops taking more. Jobs keep their state in the backend. */
@@ -117,7 +129,8 @@ export class Reconciler {
     const capacity = this.o.backend.capacityVcpus;
     // While the shared capacity is taken nothing can start: a pass then costs one small read, however
     // long the queue (a burst of submits kicks a pass each).
-    if (capacity !== null && sharedVcpus(running, capacity) >= capacity) return;
+    this.capacityFull = capacity !== null && sharedVcpus(running, capacity) >= capacity;
+    if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
     for (const c of await this.o.commands.overPlan()) {
       await this.fail({ id: c.id, ffmpegSeconds: 0, processedBytes: 0 }, ErrorStatus.PLAN_LIMIT_EXCEEDED,
