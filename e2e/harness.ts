@@ -251,7 +251,9 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
   const db = await createTestDatabaseUrl();
   const port = await freePort();
   const dbEnv = { FFOP_DATA_DIR: dataDir, FFOP_DATABASE_URL: db.url === 'pglite:memory' ? `pglite:${join(dataDir, 'db')}` : db.url };
-  const child = spawn(process.execPath, o.compiled ? ['dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'], {
+  // Benchmarks: FFOP_BENCH_PROFILE_DIR=<folder> writes the service's CPU profile there when it stops.
+  const profile = process.env.FFOP_BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FFOP_BENCH_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, ...(o.compiled ? ['dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'])], {
     cwd: root,
     env: {
       PATH: process.env.PATH,

@@ -25,7 +25,21 @@ export interface QueuedCommand {
   planMaxVcpus: number;
 }
 
-export interface CommandListRow extends CommandRow {
+/** What a list item shows: no request, steps or outputs, so a page of 1,000 reads cheaply. */
+const listColumns = {
+  id: commands.id,
+  status: commands.status,
+  environmentName: commands.environmentName,
+  createdAt: commands.createdAt,
+  finishedAt: commands.finishedAt,
+  processedBytes: commands.processedBytes,
+  ffmpegSeconds: commands.ffmpegSeconds,
+  processingStage: commands.processingStage,
+  errorStatus: commands.errorStatus,
+  errorMessage: commands.errorMessage,
+};
+
+export interface CommandListRow extends Pick<CommandRow, keyof typeof listColumns> {
   outputFileCount: number;
   storedBytes: number;
 }
@@ -74,7 +88,7 @@ export class CommandsRepo {
 
   async listForAccount(accountId: string, limit: number, offset: number): Promise<CommandListRow[]> {
     const rows = await this.db
-      .select()
+      .select(listColumns)
       .from(commands)
       .where(eq(commands.accountId, accountId))
       .orderBy(desc(commands.createdAt), desc(commands.seq))
