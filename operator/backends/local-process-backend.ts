@@ -1,6 +1,6 @@
 // Embedded mode's job backend: each job goes to a runner child process, as its StepSpec in one JSON
-// line on stdin; the runner reports RunnerEvents as JSON lines on stdout. Finished jobs are kept (like Kubernetes Jobs)
-// until the reconciler deletes them, so a result is never mistaken for a lost job.
+// line on stdin; the runner reports RunnerEvents as JSON lines on stdout. Finished jobs are kept (like
+// Kubernetes Jobs) until the reconciler deletes them, so a result is never mistaken for a lost job.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { availableParallelism } from 'node:os';
@@ -17,14 +17,18 @@ const COMPILED = import.meta.url.endsWith('.js');
 const RUNNER_MAIN = fileURLToPath(new URL(`../../runner-image/main.${COMPILED ? 'js' : 'ts'}`, import.meta.url));
 const RUNNER_ARGS = COMPILED ? [RUNNER_MAIN] : ['--import', import.meta.resolve('tsx'), RUNNER_MAIN];
 const STDERR_TAIL = 4096;
+/** Jobs a runner works on before it is replaced: bounds what a slow leak in a long-lived runner could grow to. */
+const JOBS_PER_RUNNER = 200;
 const KILL_GRACE_MS = 5000;
 
 interface RunnerProcess {
   child: ChildProcess;
-  stderrTail: () => string;
+  /** The end of what it wrote to stderr during its current job (cleared for each job). */
+  stderrTail: string;
   startError: Error | null;
   /** The job it works on; null while it waits for one. */
   job: LocalJob | null;
+  jobsTaken: number;
 }
 
 interface LocalJob {
@@ -87,7 +91,8 @@ export class LocalProcessBackend implements JobBackend {
   private release(runner: RunnerProcess): void {
     runner.job = null;
     // At most one idle runner per core: more would hold memory and uids for nothing.
-    if (this.opts.warmRunner && !this.closed && alive(runner) && this.idle.length < this.capacityVcpus) this.idle.push(runner);
+    const keep = this.opts.warmRunner && !this.closed && alive(runner) && runner.jobsTaken < JOBS_PER_RUNNER;
+    if (keep && this.idle.length < this.capacityVcpus) this.idle.push(runner);
     else runner.child.stdin!.end(); // no more specs: it exits
   }
 
@@ -103,13 +108,12 @@ export class LocalProcessBackend implements JobBackend {
         ...(uid === undefined ? {} : { FFOP_SANDBOX_UID: String(uid) }),
       },
     });
-    const runner: RunnerProcess = { child, stderrTail: () => stderrTail, startError: null, job: null };
+    const runner: RunnerProcess = { child, stderrTail: '', startError: null, job: null, jobsTaken: 0 };
     if (uid !== undefined) child.once('close', () => this.opts.uids?.release(uid));
     child.once('error', (err) => (runner.startError = err));
     child.stdin!.on('error', () => {}); // a runner that dies early closes its stdin; the exit handler reports it
-    let stderrTail = '';
     child.stderr!.on('data', (chunk: Buffer) => {
-      stderrTail = (stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+      runner.stderrTail = (runner.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     });
     // One reader for the runner's life: each line belongs to the job it works on at that moment.
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -134,7 +138,7 @@ export class LocalProcessBackend implements JobBackend {
       const job = runner.job;
       if (job === null) return;
       if (job.deadline) clearTimeout(job.deadline);
-      const detail = runner.stderrTail().trim().split('\n').slice(-5).join('\n');
+      const detail = runner.stderrTail.trim().split('\n').slice(-5).join('\n');
       this.emit(job, {
         type: 'result',
         ok: false,
@@ -165,6 +169,9 @@ export class LocalProcessBackend implements JobBackend {
 
     const runner = this.takeRunner();
     runner.job = job;
+    runner.jobsTaken++;
+    // What an earlier job made it write is not this job's business (it may be another account's).
+    runner.stderrTail = '';
     job.runner = runner;
     if (runner.startError) log.error({ err: runner.startError }, 'runner could not start');
     runner.child.stdin!.write(JSON.stringify(request.spec) + '\n');
