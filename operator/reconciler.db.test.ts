@@ -1,0 +1,288 @@
+// The reconciler on its own: a real database (PGlite, or PostgreSQL), a fixed clock, and a job backend
+// double in place of runners, so each rule is seen directly rather than through ffmpeg end to end.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { chainRow, singleCommandRow } from '../api/commands/submission.ts';
+import { AccountsRepo, type Caller } from '../core/accounts/accounts-repo.ts';
+import { PlansRepo } from '../core/accounts/plans-repo.ts';
+import { CommandsRepo, type CommandRow } from '../core/commands/commands-repo.ts';
+import { openTestDatabase } from '../core/db/test-database.ts';
+import type { RunnerEvent } from '../core/jobs/step-spec.ts';
+import { createLogger } from '../core/logger.ts';
+import { unknownMedia } from '../core/media/unknown-media.ts';
+import { LocalStorage } from '../core/storage/local-storage.ts';
+import type { JobBackend, JobListener, JobRef, JobRequest } from './backends/job-backend.ts';
+import { Reconciler } from './reconciler.ts';
+
+/** A job backend double: records what the reconciler asks of it, and lets a test play the runners. */
+class RecordingJobBackend implements JobBackend {
+  readonly capacityVcpus: number | null;
+  readonly started: JobRequest[] = [];
+  readonly deleted: string[] = [];
+  readonly jobs = new Set<string>();
+  /** The next ensureJob throws this (a backend that cannot start a step). */
+  failNextStart: Error | null = null;
+  private readonly listeners: JobListener[] = [];
+
+  constructor(capacityVcpus: number | null) {
+    this.capacityVcpus = capacityVcpus;
+  }
+
+  async ensureJob(request: JobRequest): Promise<void> {
+    const failure = this.failNextStart;
+    this.failNextStart = null;
+    if (failure) throw failure;
+    if (this.jobs.has(request.ref.name)) return;
+    this.jobs.add(request.ref.name);
+    this.started.push(request);
+  }
+
+  async listJobNames(): Promise<Set<string>> {
+    return new Set(this.jobs);
+  }
+
+  async deleteJob(name: string): Promise<void> {
+    this.deleted.push(name);
+    this.jobs.delete(name);
+  }
+
+  subscribe(listener: JobListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** As a runner: reports `event` for the job. */
+  report(ref: JobRef, event: RunnerEvent): void {
+    for (const listener of this.listeners) listener(ref, event);
+  }
+
+  /** As a runner: the step worked, with every declared output of its spec. */
+  succeed(request: JobRequest): void {
+    const outputs = request.spec.outputs.map((o) => ({ alias: o.alias, fileName: o.fileName, size: 1000, media: unknownMedia(o.fileName) }));
+    this.report(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes: 10, outputs });
+  }
+
+  /** The job the reconciler started last for this command. */
+  lastFor(commandId: string): JobRequest {
+    const found = this.started.filter((r) => r.ref.commandId === commandId).at(-1);
+    if (!found) throw new Error(`no job was started for ${commandId}`);
+    return found;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** A reconciler over its own database: plan 'four' (4 vCPUs) with accounts A and B, a backend double. */
+async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: number } = {}) {
+  const database = await openTestDatabase();
+  const dir = await mkdtemp(join(tmpdir(), 'ffop-reconciler-'));
+  const plans = new PlansRepo(database.db);
+  await plans.create({ name: 'four', maxVcpus: 4, maxCommandRunSeconds: 600, requestsPerMinute: 100, storageQuotaBytes: 1e12, processingQuotaBytesPerMonth: 1e12, privateFiles: true });
+  const accounts = new AccountsRepo(database.db);
+  const caller = async (name: string): Promise<Caller> => {
+    const account = await accounts.createAccount(name, 'four');
+    return (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key))!;
+  };
+  const commands = new CommandsRepo(database.db);
+  const backend = new RecordingJobBackend(o.capacity === undefined ? 2 : o.capacity);
+  const now = new Date('2026-11-23T12:00:00Z');
+  const reconciler = new Reconciler({
+    commands,
+    backend,
+    storage: new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: 'http://127.0.0.1:9', signingKey: 'k'.repeat(32) }),
+    logger: createLogger('silent'),
+    limits: { downloadMaxBytes: 1e9, downloadTimeoutSeconds: 60, uploadAllowanceSeconds: 60, allow: [], maxThreads: 2 },
+    clock: () => now,
+    maxAttempts: o.maxAttempts,
+    workDir: dir,
+    resyncMs: 3_600_000, // passes only when the test asks or the reconciler kicks itself
+  });
+  const submit = async (who: Caller, vcpus: number): Promise<string> => {
+    const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
+    await commands.insert(row);
+    return row.id!;
+  };
+  /** Waits until the command's row satisfies `check` (events are applied asynchronously). */
+  const eventually = async (id: string, check: (row: CommandRow) => boolean): Promise<CommandRow> => {
+    for (const deadline = Date.now() + 5000; ; await new Promise((r) => setTimeout(r, 5))) {
+      const row = (await commands.findById(id))!;
+      if (check(row)) return row;
+      if (Date.now() > deadline) assert.fail(`command ${id} is still ${row.status} ${row.errorStatus ?? ''}`);
+    }
+  };
+  return {
+    database, commands, plans, backend, reconciler, submit, eventually, now,
+    a: await caller('A'),
+    b: await caller('B'),
+    close: async () => {
+      await reconciler.stop();
+      await database.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const startedIds = (backend: RecordingJobBackend) => backend.started.map((r) => r.ref.commandId);
+
+test('admission: oldest first across accounts while capacity lasts, each account within its plan', async () => {
+  const f = await reconcilerFixture({ capacity: 8 });
+  try {
+    const a1 = await f.submit(f.a, 3);
+    const b1 = await f.submit(f.b, 2);
+    const a2 = await f.submit(f.a, 2); // A: 3 + 2 > 4, waits
+    const b2 = await f.submit(f.b, 2);
+    const b3 = await f.submit(f.b, 1); // B: 2 + 2 + 1 > 4, waits
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [a1, b1, b2]);
+    assert.equal((await f.commands.findById(a1))!.status, 'PROCESSING');
+    assert.equal((await f.commands.findById(a2))!.status, 'QUEUED');
+
+    f.backend.succeed(f.backend.lastFor(a1)); // A's vCPUs free: a2 may start, b3 still may not
+    await f.eventually(a2, (row) => row.status === 'PROCESSING');
+    assert.deepEqual(startedIds(f.backend), [a1, b1, b2, a2]);
+    assert.equal((await f.commands.findById(b3))!.status, 'QUEUED');
+  } finally {
+    await f.close();
+  }
+});
+
+test('the shared capacity is first come, first served: a large command is not overtaken by small ones', async () => {
+  const f = await reconcilerFixture({ capacity: 2 });
+  try {
+    const small = await f.submit(f.a, 1);
+    const large = await f.submit(f.b, 2); // needs the whole machine
+    const later = await f.submit(f.a, 1); // would fit next to `small`, but `large` came first
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [small]);
+    f.reconciler.submitted(); // capacity is not full: a pass runs, and still starts nothing new
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [small]);
+    f.backend.succeed(f.backend.lastFor(small));
+    await f.eventually(large, (row) => row.status === 'PROCESSING');
+    assert.equal((await f.commands.findById(later))!.status, 'QUEUED');
+  } finally {
+    await f.close();
+  }
+});
+
+test('a success records the outputs and the figures, and deletes the job', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const job = f.backend.lastFor(id);
+    f.backend.succeed(job);
+    const row = await f.eventually(id, (r) => r.status === 'SUCCESS');
+    assert.equal(row.ffmpegSeconds, 1.5);
+    assert.equal(row.processedBytes, 10 + 1000);
+    assert.deepEqual(row.finishedAt, f.now);
+    assert.deepEqual((await f.commands.outputFiles(id)).map((x) => [x.alias, x.sizeBytes, x.status]), [['out_1', 1000, 'STORED']]);
+    assert.ok(f.backend.deleted.includes(job.ref.name));
+  } finally {
+    await f.close();
+  }
+});
+
+test('a chain moves to its next step with the earlier outputs stored', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const row = chainRow(f.a, {
+      ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
+      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
+    await f.commands.insert(row);
+    const id = row.id!;
+    await f.reconciler.reconcileOnce();
+    f.backend.succeed(f.backend.lastFor(id));
+    await f.eventually(id, (r) => r.currentStep === 1);
+    const second = f.backend.lastFor(id);
+    assert.equal(second.ref.step, 1);
+    assert.equal((await f.commands.findById(id))!.status, 'PROCESSING');
+    assert.deepEqual((await f.commands.outputFiles(id)).map((x) => x.alias), ['out_1']);
+    f.backend.succeed(second);
+    await f.eventually(id, (r) => r.status === 'SUCCESS');
+  } finally {
+    await f.close();
+  }
+});
+
+test('a lost job runs again with the next attempt, and the command fails INTERRUPTED after the last', async () => {
+  const f = await reconcilerFixture({ maxAttempts: 2 });
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const first = f.backend.lastFor(id);
+    f.backend.jobs.delete(first.ref.name); // the process running it went away
+    await f.reconciler.reconcileOnce();
+    const second = f.backend.lastFor(id);
+    assert.equal(second.ref.attempt, 2);
+    assert.equal((await f.commands.findById(id))!.attempt, 2);
+
+    f.backend.jobs.delete(second.ref.name);
+    await f.reconciler.reconcileOnce();
+    const row = (await f.commands.findById(id))!;
+    assert.equal(row.status, 'FAILED');
+    assert.equal(row.errorStatus, 'INTERRUPTED');
+    assert.match(row.errorMessage!, /2 times/);
+  } finally {
+    await f.close();
+  }
+});
+
+test("an earlier attempt's result changes nothing, and its job is deleted", async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const stale = f.backend.lastFor(id);
+    f.backend.jobs.delete(stale.ref.name);
+    await f.reconciler.reconcileOnce(); // attempt 2 starts
+    f.backend.report(stale.ref, { type: 'result', ok: false, errorStatus: 'FFMPEG_FAILED' as never, errorMessage: 'late', ffmpegSeconds: null, inputBytes: 0 });
+    for (const deadline = Date.now() + 5000; !f.backend.deleted.includes(stale.ref.name); ) {
+      if (Date.now() > deadline) assert.fail('the stale job was not deleted');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const row = (await f.commands.findById(id))!;
+    assert.equal(row.status, 'PROCESSING');
+    assert.equal(row.attempt, 2);
+  } finally {
+    await f.close();
+  }
+});
+
+test('a plan lowered after submission fails the command PLAN_LIMIT_EXCEEDED and lets the account go on', async () => {
+  const f = await reconcilerFixture({ capacity: 8 });
+  try {
+    const big = await f.submit(f.a, 3);
+    const small = await f.submit(f.a, 1);
+    await f.plans.update('four', { maxVcpus: 2 });
+    await f.reconciler.reconcileOnce();
+    const row = (await f.commands.findById(big))!;
+    assert.equal(row.errorStatus, 'PLAN_LIMIT_EXCEEDED');
+    assert.match(row.errorMessage!, /vcpu_count 3 is more than the 2 vCPUs/);
+    await f.eventually(small, (r) => r.status === 'PROCESSING');
+  } finally {
+    await f.close();
+  }
+});
+
+test('a step that cannot be started fails INTERNAL_ERROR naming the cause; the next command still starts', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const broken = await f.submit(f.a, 1);
+    const next = await f.submit(f.b, 1);
+    f.backend.failNextStart = new Error('quota of pods exceeded');
+    await f.reconciler.reconcileOnce();
+    const row = (await f.commands.findById(broken))!;
+    assert.equal(row.errorStatus, 'INTERNAL_ERROR');
+    assert.match(row.errorMessage!, /could not start step 1: quota of pods exceeded/);
+    assert.equal((await f.commands.findById(next))!.status, 'PROCESSING');
+  } finally {
+    await f.close();
+  }
+});
