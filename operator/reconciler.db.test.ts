@@ -286,3 +286,24 @@ test('a step that cannot be started fails INTERNAL_ERROR naming the cause; the n
     await f.close();
   }
 });
+
+test('a playlist whose files cannot be unpacked fails OUTPUT_UPLOAD_FAILED, naming the output', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const row = singleCommandRow(f.a, {
+      ffmpeg_command: '-f lavfi -i testsrc=d=1 -f hls {{out_playlist_hls}}',
+      output_files: { out_playlist_hls: 'index.m3u8' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
+    await f.commands.insert(row);
+    await f.reconciler.reconcileOnce();
+    f.backend.succeed(f.backend.lastFor(row.id!)); // a "success" that never uploaded the playlist's zip
+    const failed = await f.eventually(row.id!, (r) => r.status === 'FAILED');
+    assert.equal(failed.errorStatus, 'OUTPUT_UPLOAD_FAILED');
+    assert.match(failed.errorMessage!, /could not store the playlist out_playlist_hls/);
+  } finally {
+    await f.close();
+  }
+});
