@@ -90,10 +90,21 @@ async function initPgliteFolder(folder: string): Promise<void> {
   // Compiled code runs the compiled script; the sources run through tsx, as this process does.
   const script = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './pglite-init.ts' : './pglite-init.js', import.meta.url));
   try {
-    await promisify(execFile)(process.execPath, [...process.execArgv, script, folder]);
+    await promisify(execFile)(process.execPath, [...moduleLoaderArgs(process.execArgv), script, folder]);
   } catch (err) {
     throw new Error(`could not create the embedded database in ${folder}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
   }
+}
+
+/** Only the flags that load modules (tsx's loader): not, say, an inspector port or a profiler. */
+export function moduleLoaderArgs(execArgv: string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const flag = execArgv[i];
+    if (/^--(import|require|loader|experimental-loader)=/.test(flag)) kept.push(flag);
+    else if (/^(--import|--require|-r|--loader|--experimental-loader)$/.test(flag) && i + 1 < execArgv.length) kept.push(flag, execArgv[++i]);
+  }
+  return kept;
 }
 
 /** PGlite is one connection inside this process: nothing is missed, so no resync beyond the first. */
