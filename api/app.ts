@@ -4,7 +4,6 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../core/commands/commands-repo.ts';
-import type { CommandWithOutputs } from '../core/commands/poll-cache.ts';
 import type { FilesRepo } from '../core/files/files-repo.ts';
 import { Quotas } from '../core/accounts/quotas.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -12,7 +11,7 @@ import { rateLimit } from './rate-limit.ts';
 import { authFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-limit.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { requireApiKey, type AppEnv } from './auth.ts';
-import { commandRoutes } from './routes/commands.ts';
+import { commandRoutes, type CommandRoutesDeps } from './routes/commands.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { RequestInvalid } from './validation.ts';
 
@@ -20,7 +19,7 @@ export interface AppDeps {
   accounts: AccountsRepo;
   commands: CommandsRepo;
   /** The poll path's read of a command with its outputs, scoped by account (a PollCache's `find`). */
-  readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
+  readCommand: CommandRoutesDeps['readCommand'];
   files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;

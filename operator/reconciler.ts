@@ -128,7 +128,7 @@ export class Reconciler {
     if (lost.length > 0) running = await this.o.commands.processing();
     const capacity = this.o.backend.capacityVcpus;
     // While the shared capacity is taken nothing can start: a pass then costs one small read, however
-    // long the queue (a burst of submits kicks a pass each).
+    // long the queue.
     this.capacityFull = capacity !== null && sharedVcpus(running, capacity) >= capacity;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.

@@ -1,7 +1,6 @@
 import { Hono } from 'hono';
 import { describeRoute, resolver } from 'hono-openapi';
-import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
-import type { CommandWithOutputs } from '../../core/commands/poll-cache.ts';
+import type { CommandsRepo, CommandWithOutputs } from '../../core/commands/commands-repo.ts';
 import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import type { AppEnv } from '../auth.ts';

@@ -1,6 +1,6 @@
 // Reads and writes of commands and their output files. Every read a client can trigger is scoped by
 // account, so another account's ids behave exactly like unknown ones.
-import { and, asc, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { asc, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
 import { commands, files } from '../db/schema.ts';
@@ -10,6 +10,12 @@ export type CommandRow = typeof commands.$inferSelect;
 export type NewCommandRow = typeof commands.$inferInsert;
 export type { FileRow, NewFileRow } from '../files/files-repo.ts';
 import type { FileRow, NewFileRow } from '../files/files-repo.ts';
+
+/** A command with its output files, oldest first: what a poll shows. */
+export interface CommandWithOutputs {
+  row: CommandRow;
+  files: FileRow[];
+}
 
 /** What a reconcile pass needs of every unfinished command: no JSON columns, so a long queue reads cheaply. */
 export type ActiveCommand = Pick<
@@ -54,28 +60,16 @@ export class CommandsRepo {
     await this.db.insert(commands).values(row);
   }
 
-  async findForAccount(accountId: string, id: string): Promise<CommandRow | null> {
-    const [row] = await this.db
-      .select()
-      .from(commands)
-      .where(and(eq(commands.id, id), eq(commands.accountId, accountId)));
-    return row ?? null;
-  }
-
   /**
    * A command with its output files in one query: the poll path, the API's busiest read. Whatever its
    * account: the poll cache (poll-cache.ts) checks the account on every read.
    */
-  async findWithOutputs(id: string): Promise<{ row: CommandRow; files: FileRow[] } | null> {
-    return this.withOutputs(eq(commands.id, id));
-  }
-
-  private async withOutputs(where: SQL | undefined): Promise<{ row: CommandRow; files: FileRow[] } | null> {
+  async findWithOutputs(id: string): Promise<CommandWithOutputs | null> {
     const joined = await this.db
       .select({ command: commands, file: files })
       .from(commands)
       .leftJoin(files, eq(files.commandId, commands.id))
-      .where(where)
+      .where(eq(commands.id, id))
       .orderBy(asc(files.createdAt));
     if (joined.length === 0) return null;
     return { row: joined[0].command, files: joined.flatMap((j) => (j.file ? [j.file] : [])) };

@@ -1,8 +1,8 @@
 // The poll cache's own rules, with a recording load double in place of the database.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CommandRow } from './commands-repo.ts';
-import { PollCache, type CommandWithOutputs } from './poll-cache.ts';
+import type { CommandRow, CommandWithOutputs } from './commands-repo.ts';
+import { PollCache } from './poll-cache.ts';
 
 const record = (id: string, accountId: string, status: string): CommandWithOutputs => ({ row: { id, accountId, status } as CommandRow, files: [] });
 

@@ -3,14 +3,9 @@
 // process it runs in (this one, the operator, another API replica), makes the database notify the
 // change on commit (triggers of migration 0004), and the cache forgets what the notification names.
 import type { Database } from '../db/database.ts';
-import type { CommandRow, CommandsRepo, FileRow } from './commands-repo.ts';
+import type { CommandsRepo, CommandWithOutputs } from './commands-repo.ts';
 
 export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
-
-export interface CommandWithOutputs {
-  row: CommandRow;
-  files: FileRow[];
-}
 
 interface Entry {
   value: CommandWithOutputs;

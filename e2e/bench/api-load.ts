@@ -9,13 +9,13 @@
 // FFOP_TEST_DATABASE_URL=postgres://... is set. Needs wrk (Debian's `wrk`).
 // Run: npm run bench:api -- [seconds per wrk run = 8]
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
-import { quantile, reportRow } from './stats.ts';
+import { procStatusKiB, quantile, reportRow } from './stats.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -43,7 +43,7 @@ async function wrk(url: string, connections: number, key: string): Promise<WrkRe
 }
 
 function rssMiB(pid: number): Promise<number> {
-  return readFile(`/proc/${pid}/status`, 'utf8').then((s) => Number(/VmRSS:\s+(\d+) kB/.exec(s)![1]) / 1024);
+  return procStatusKiB(pid, 'VmRSS').then(([kib]) => kib / 1024);
 }
 
 

@@ -8,6 +8,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClusterService } from '../cluster/service-fixture.ts';
+import { procStatusKiB } from './stats.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -60,11 +61,10 @@ export async function startOperatorProcess(svc: ClusterService, dir: string): Pr
     pid: child.pid!,
     leading,
     async memory() {
-      const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
-      const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+      const [rss, peak] = await procStatusKiB(child.pid!, 'VmRSS', 'VmHWM');
       // The reporter rewrites the file every 200 ms: a read can catch it empty, then the figure is unknown.
       const heap = await readFile(memoryFile, 'utf8').then((t) => JSON.parse(t) as NodeJS.MemoryUsage).catch(() => null);
-      return { rssMB: (kib('VmRSS') * 1024) / 1e6, peakMB: (kib('VmHWM') * 1024) / 1e6, heapUsedMB: heap ? heap.heapUsed / 1e6 : NaN };
+      return { rssMB: (rss * 1024) / 1e6, peakMB: (peak * 1024) / 1e6, heapUsedMB: heap ? heap.heapUsed / 1e6 : NaN };
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {

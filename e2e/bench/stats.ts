@@ -1,4 +1,5 @@
 // Figures the benchmarks print.
+import { readFile } from 'node:fs/promises';
 
 /** The value below which a fraction `q` of the values lie (nearest rank). */
 export function quantile(values: number[], q: number): number {
@@ -7,6 +8,12 @@ export function quantile(values: number[], q: number): number {
 }
 
 export const median = (values: number[]): number => quantile(values, 0.5);
+
+/** Fields of /proc/<pid>/status given in kB (VmRSS, VmHWM, ...), in KiB; NaN when absent. */
+export async function procStatusKiB(pid: number, ...fields: string[]): Promise<number[]> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return fields.map((field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN));
+}
 
 /** One row of the issue's table, as `npm run bench` (e2e/bench/all.ts) collects it from each benchmark's output. */
 export interface BenchRow {

@@ -22,29 +22,24 @@ CREATE TRIGGER commands_notify_changed AFTER UPDATE OR DELETE ON commands
 CREATE TRIGGER files_notify_changed AFTER INSERT OR UPDATE OR DELETE ON files
   FOR EACH ROW EXECUTE FUNCTION ffop_notify_command_changed();
 --> statement-breakpoint
-CREATE FUNCTION ffop_notify_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A signal without a payload, on the channel the trigger names (its argument).
+CREATE FUNCTION ffop_notify_channel() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('ffop_keys_changed', '');
+  PERFORM pg_notify(TG_ARGV[0], '');
   RETURN NULL;
 END $$;
 --> statement-breakpoint
 -- A revoked key, an account moved to another plan, an edited plan: rare, so one signal for all.
 CREATE TRIGGER api_keys_notify_changed AFTER UPDATE OR DELETE ON api_keys
-  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_keys_changed();
+  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_channel('ffop_keys_changed');
 --> statement-breakpoint
 CREATE TRIGGER accounts_notify_changed AFTER UPDATE OR DELETE ON accounts
-  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_keys_changed();
+  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_channel('ffop_keys_changed');
 --> statement-breakpoint
 CREATE TRIGGER plans_notify_changed AFTER UPDATE OR DELETE ON plans
-  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_keys_changed();
+  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_channel('ffop_keys_changed');
 --> statement-breakpoint
 -- A runner's event (cluster mode, stored by the API): the operator reads new events at once instead of
 -- at its next poll.
-CREATE FUNCTION ffop_notify_job_event() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_notify('ffop_job_event', '');
-  RETURN NULL;
-END $$;
---> statement-breakpoint
 CREATE TRIGGER job_events_notify AFTER INSERT ON job_events
-  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_job_event();
+  FOR EACH STATEMENT EXECUTE FUNCTION ffop_notify_channel('ffop_job_event');
