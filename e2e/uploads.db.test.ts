@@ -5,7 +5,7 @@ import { FileProber } from '../core/media/file-prober.ts';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../core/logger.ts';
-import { FileTasks } from '../operator/file-tasks.ts';
+import { FileTasks } from '../core/engine/file-tasks.ts';
 import { startService, type ApiClient, type ServiceFixture } from './harness.ts';
 
 const MiB = 1024 * 1024;

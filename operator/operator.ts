@@ -10,13 +10,13 @@ import { FilesRepo } from '../core/files/files-repo.ts';
 import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { LEADER_LEASE } from '../core/k8s/names.ts';
 import type { Storage } from '../core/storage/storage.ts';
-import { KubernetesBackend, type KubernetesBackendOptions } from './backends/kubernetes-backend.ts';
+import { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes-backend.ts';
 import { CommandResources } from './cluster/command-resources.ts';
 import { electLeader } from './cluster/leader-election.ts';
-import { FileTasks } from './file-tasks.ts';
+import { FileTasks } from '../core/engine/file-tasks.ts';
 import type { FileProber } from '../core/media/file-prober.ts';
-import { Reconciler } from './reconciler.ts';
-import type { RunLimits } from './step-spec-builder.ts';
+import { Reconciler } from '../core/engine/reconciler.ts';
+import type { RunLimits } from '../core/engine/step-spec-builder.ts';
 
 export interface OperatorOptions {
   kubeconfig: KubeConfig;

@@ -8,7 +8,7 @@ import { chainRow, PlanForbids, singleCommandRow } from '../commands/submission.
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
 import { commandIdParam, listQuerySchema, presignQuerySchema, runChainSchema, runCommandSchema } from '../schemas/commands.ts';
 import { invalid, jsonBody, parseWith, queryParams } from '../validation.ts';
-import { invalidStorageUrl } from '../../operator/storage-inputs.ts';
+import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
 import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
 
 export interface CommandRoutesDeps {

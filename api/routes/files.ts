@@ -9,7 +9,7 @@ import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import { choosePartSize, partCount } from '../../core/files/part-size.ts';
 import { contentTypeForFileName } from '../../core/media/mime.ts';
 import { fileNameFromUrl, safeLocalName } from '../../core/net/file-name.ts';
-import { invalidStorageUrl } from '../../operator/storage-inputs.ts';
+import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
 import { objectKey } from '../../core/storage/object-keys.ts';
 import { MultipartError, type Storage } from '../../core/storage/storage.ts';
 import type { AppEnv } from '../auth.ts';

@@ -8,7 +8,7 @@ import { jobName } from '../../core/jobs/job-name.ts';
 import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
 import { createLogger } from '../../core/logger.ts';
-import { KubernetesBackend } from '../../operator/backends/kubernetes-backend.ts';
+import { KubernetesBackend } from '../../operator/kubernetes-backend.ts';
 import { startClusterService, type ClusterService } from './service-fixture.ts';
 
 let svc: ClusterService;

@@ -9,7 +9,7 @@ import { jobName } from '../../core/jobs/job-name.ts';
 import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
 import { createLogger } from '../../core/logger.ts';
-import { KubernetesBackend, type KubernetesBackendOptions } from '../../operator/backends/kubernetes-backend.ts';
+import { KubernetesBackend, type KubernetesBackendOptions } from '../../operator/kubernetes-backend.ts';
 import { startCluster, type Cluster } from './cluster.ts';
 
 let cluster: Cluster;

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { CommandStatus } from '../../core/commands/command-status.ts';
 import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../../core/k8s/names.ts';
-import { jobName } from '../backends/job-backend.ts';
+import { jobName } from '../../core/engine/job-backend.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
 
 export interface FfmpegCommandObject extends KubernetesObject {

@@ -1,12 +1,12 @@
 // The job-backend contract: what the reconciler relies on, run against every backend (local
-// processes in operator/backends/local-process-backend.test.ts, Kubernetes Jobs on a real control
+// processes in core/engine/local-process-backend.test.ts, Kubernetes Jobs on a real control
 // plane in e2e/cluster/kubernetes-backend.test.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { RunnerEvent, StepSpec } from '../../core/jobs/step-spec.ts';
-import type { Storage } from '../../core/storage/storage.ts';
-import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import type { RunnerEvent, StepSpec } from '../jobs/step-spec.ts';
+import type { Storage } from '../storage/storage.ts';
+import { parseFfmpegCommand } from '../commands/parse.ts';
 import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
 
 export interface BackendFixture {

@@ -1,8 +1,8 @@
 // How a command step runs: as a Kubernetes Job (cluster mode) or a child process (embedded mode).
-// The reconciler talks only to this interface; both backends pass operator/backends/contract.ts.
-import type { RunnerEvent, StepSpec } from '../../core/jobs/step-spec.ts';
+// The reconciler talks only to this interface; both backends pass core/engine/job-backend-contract.ts.
+import type { RunnerEvent, StepSpec } from '../jobs/step-spec.ts';
 
-import type { JobRef } from '../../core/jobs/job-name.ts';
+import type { JobRef } from '../jobs/job-name.ts';
 export type { JobRef };
 
 export interface JobRequest {
@@ -30,4 +30,4 @@ export interface JobBackend {
   close(): Promise<void>;
 }
 
-export { jobName, JOB_NAME_PATTERN, parseJobName } from '../../core/jobs/job-name.ts';
+export { jobName, JOB_NAME_PATTERN, parseJobName } from '../jobs/job-name.ts';

@@ -6,10 +6,10 @@ import { createInterface } from 'node:readline';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
-import { ErrorStatus } from '../../core/commands/error-status.ts';
+import type { RunnerEvent } from '../jobs/step-spec.ts';
+import { ErrorStatus } from '../commands/error-status.ts';
 import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
-import type { UidPool } from '../../core/confine/uid-pool.ts';
+import type { UidPool } from '../confine/uid-pool.ts';
 
 // Compiled (dist/), the runner is compiled too and starts with plain node; from the sources (tests,
 // development) it runs through tsx like this module.

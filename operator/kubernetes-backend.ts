@@ -3,18 +3,18 @@
 // no database access) and are read here in order; a Job that ends without a result (deadline, pod
 // failure, a runner that crashed) gets a result made from the Job's own status.
 import { BatchV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type V1Job } from '@kubernetes/client-node';
-import { DEFAULT_MEMORY_BYTES } from '../../core/confine/limits.ts';
-import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../../core/jobs/step-spec.ts';
-import { POD_FALLBACK } from '../../runner-image/confinement-from-env.ts';
+import { DEFAULT_MEMORY_BYTES } from '../core/confine/limits.ts';
+import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../core/jobs/step-spec.ts';
+import { POD_FALLBACK } from '../runner-image/confinement-from-env.ts';
 import type { Logger } from 'pino';
-import { ErrorStatus } from '../../core/commands/error-status.ts';
-import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
-import { jobToken } from '../../core/jobs/job-token.ts';
-import type { RunnerEvent } from '../../core/jobs/step-spec.ts';
-import { LABELS, MANAGED_BY, RUNNER_CONTAINER, RUNNER_ENV, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
-import { keepInformer, type KeptInformer } from '../cluster/watch.ts';
-import { parseJobName, type JobBackend, type JobListener, type JobRef, type JobRequest } from './job-backend.ts';
-import type { Toleration } from '../../core/cluster-config.ts';
+import { ErrorStatus } from '../core/commands/error-status.ts';
+import type { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
+import { jobToken } from '../core/jobs/job-token.ts';
+import type { RunnerEvent } from '../core/jobs/step-spec.ts';
+import { LABELS, MANAGED_BY, RUNNER_CONTAINER, RUNNER_ENV, SERVICE_ACCOUNTS } from '../core/k8s/names.ts';
+import { keepInformer, type KeptInformer } from './cluster/watch.ts';
+import { parseJobName, type JobBackend, type JobListener, type JobRef, type JobRequest } from '../core/engine/job-backend.ts';
+import type { Toleration } from '../core/cluster-config.ts';
 
 export interface KubernetesBackendOptions {
   kubeconfig: KubeConfig;

@@ -8,15 +8,15 @@ import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { FileStatus } from '../core/commands/command-status.ts';
-import { ErrorStatus } from '../core/commands/error-status.ts';
-import type { FileRow, FilesRepo } from '../core/files/files-repo.ts';
-import { contentTypeForFileName } from '../core/media/mime.ts';
-import type { FileProber } from '../core/media/file-prober.ts';
-import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { DownloadError, downloadToFile } from '../core/net/download.ts';
-import type { Storage } from '../core/storage/storage.ts';
+import type { AccountsRepo } from '../accounts/accounts-repo.ts';
+import { FileStatus } from '../commands/command-status.ts';
+import { ErrorStatus } from '../commands/error-status.ts';
+import type { FileRow, FilesRepo } from '../files/files-repo.ts';
+import { contentTypeForFileName } from '../media/mime.ts';
+import type { FileProber } from '../media/file-prober.ts';
+import { createAddressPolicy } from '../net/address-policy.ts';
+import { DownloadError, downloadToFile } from '../net/download.ts';
+import type { Storage } from '../storage/storage.ts';
 
 const MAX_PARALLEL = 4;
 

@@ -1,9 +1,9 @@
 // Turns a command row and its step index into what the runner needs. Inputs that are outputs of
 // earlier steps are read straight from storage through presigned URLs; outputs get presigned PUTs.
-import type { CommandRow } from '../core/commands/commands-repo.ts';
-import type { StepInput, StepOutput, StepSpec } from '../core/jobs/step-spec.ts';
-import type { Storage } from '../core/storage/storage.ts';
-import { objectKey } from '../core/storage/object-keys.ts';
+import type { CommandRow } from '../commands/commands-repo.ts';
+import type { StepInput, StepOutput, StepSpec } from '../jobs/step-spec.ts';
+import type { Storage } from '../storage/storage.ts';
+import { objectKey } from '../storage/object-keys.ts';
 import { accountMayRead, storageKeyOfUrl } from './storage-inputs.ts';
 
 export interface RunLimits {

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { createLogger } from '../../core/logger.ts';
-import { LocalStorage } from '../../core/storage/local-storage.ts';
+import { createLogger } from '../logger.ts';
+import { LocalStorage } from '../storage/local-storage.ts';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
-import { collector, jobBackendContract, spec } from './contract.ts';
+import { collector, jobBackendContract, spec } from './job-backend-contract.ts';
 import { LocalProcessBackend } from './local-process-backend.ts';
 
 /** A local backend with a local storage served over HTTP, in a folder of its own. */

@@ -2,15 +2,15 @@
 // (QUEUED/PROCESSING commands) with the jobs that exist and closes the gap, so a restart at any moment
 // changes no outcome. Runner events are applied through the same serialised section.
 import type { Logger } from 'pino';
-import type { ActiveCommand, CommandRow, CommandsRepo, NewFileRow } from '../core/commands/commands-repo.ts';
-import { CommandStatus, FileStatus, StoreType } from '../core/commands/command-status.ts';
-import { ErrorStatus } from '../core/commands/error-status.ts';
-import type { RunnerEvent } from '../core/jobs/step-spec.ts';
-import { ProcessingStage } from '../core/jobs/step-spec.ts';
-import type { Storage } from '../core/storage/storage.ts';
-import { objectKey } from '../core/storage/object-keys.ts';
+import type { ActiveCommand, CommandRow, CommandsRepo, NewFileRow } from '../commands/commands-repo.ts';
+import { CommandStatus, FileStatus, StoreType } from '../commands/command-status.ts';
+import { ErrorStatus } from '../commands/error-status.ts';
+import type { RunnerEvent } from '../jobs/step-spec.ts';
+import { ProcessingStage } from '../jobs/step-spec.ts';
+import type { Storage } from '../storage/storage.ts';
+import { objectKey } from '../storage/object-keys.ts';
 import { admit, sharedVcpus } from './admission.ts';
-import { jobName, type JobBackend, type JobRef } from './backends/job-backend.ts';
+import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
 

@@ -5,16 +5,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { chainRow, singleCommandRow } from '../api/commands/submission.ts';
-import { AccountsRepo, type Caller } from '../core/accounts/accounts-repo.ts';
-import { PlansRepo } from '../core/accounts/plans-repo.ts';
-import { CommandsRepo, type CommandRow } from '../core/commands/commands-repo.ts';
-import { openTestDatabase } from '../core/db/test-database.ts';
-import type { RunnerEvent } from '../core/jobs/step-spec.ts';
-import { createLogger } from '../core/logger.ts';
-import { unknownMedia } from '../core/media/unknown-media.ts';
-import { LocalStorage } from '../core/storage/local-storage.ts';
-import type { JobBackend, JobListener, JobRef, JobRequest } from './backends/job-backend.ts';
+import { chainRow, singleCommandRow } from '../../api/commands/submission.ts';
+import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
+import { PlansRepo } from '../accounts/plans-repo.ts';
+import { CommandsRepo, type CommandRow } from '../commands/commands-repo.ts';
+import { openTestDatabase } from '../db/test-database.ts';
+import type { RunnerEvent } from '../jobs/step-spec.ts';
+import { createLogger } from '../logger.ts';
+import { unknownMedia } from '../media/unknown-media.ts';
+import { LocalStorage } from '../storage/local-storage.ts';
+import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
 import { Reconciler } from './reconciler.ts';
 
 /** A job backend double: records what the reconciler asks of it, and lets a test play the runners. */

@@ -5,9 +5,9 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { DEFAULT_UNZIP_LIMITS, safeUnzip } from '../core/archive/safe-unzip.ts';
-import { contentTypeForFileName } from '../core/media/mime.ts';
-import type { Storage } from '../core/storage/storage.ts';
+import { DEFAULT_UNZIP_LIMITS, safeUnzip } from '../archive/safe-unzip.ts';
+import { contentTypeForFileName } from '../media/mime.ts';
+import type { Storage } from '../storage/storage.ts';
 
 export async function unpackPlaylist(storage: Storage, stagingKey: string, destPrefix: string, workDir: string): Promise<string[]> {
   await mkdir(workDir, { recursive: true });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalStorage } from '../core/storage/local-storage.ts';
+import { LocalStorage } from '../storage/local-storage.ts';
 import { accountMayRead, classifyStorageUrl, invalidStorageUrl, storageKeyOfUrl } from './storage-inputs.ts';
 
 test('storage URLs are recognised, with or without a signature; other URLs are not', async () => {
