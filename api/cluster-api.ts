@@ -16,7 +16,7 @@ import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { CommandResources } from '../operator/cluster/command-resources.ts';
 import { createApp } from './app.ts';
-import { listen } from './embedded.ts';
+import { listen } from './listen.ts';
 import { jobEventRoutes } from './routes/job-events.ts';
 
 export interface ClusterApiOptions {

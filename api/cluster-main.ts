@@ -1,6 +1,6 @@
 // `npm run api:cluster`: the HTTP API in cluster mode (PostgreSQL, S3, FfmpegCommand resources).
 import { loadClusterConfig } from '../core/cluster-config.ts';
-import { loadConfig } from '../core/config.ts';
+import { loadConfig, uploadUrlTtlSeconds } from '../core/config.ts';
 import { openDatabase } from '../core/db/database.ts';
 import { loadKubeConfig } from '../core/k8s/kubeconfig.ts';
 import { createLogger } from '../core/logger.ts';
@@ -26,7 +26,7 @@ const api = await startClusterApi({
   host: config.host,
   trustedProxies: config.trustedProxies,
   port: config.port,
-  uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
+  uploadTtlSeconds: uploadUrlTtlSeconds(config),
 });
 logger.info({ url: api.url }, 'ffmpeg-operator API started (cluster mode)');
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

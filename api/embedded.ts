@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
+import { listen } from './listen.ts';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
@@ -12,13 +13,14 @@ import { CommandsRepo } from '../core/commands/commands-repo.ts';
 import { watchedPollCache } from '../core/commands/poll-cache.ts';
 import { watchKeyChanges } from '../core/accounts/key-cache.ts';
 import { FilesRepo } from '../core/files/files-repo.ts';
-import { FileTasks } from '../core/engine/file-tasks.ts';
-import type { Config } from '../core/config.ts';
+import type { FileTasks } from '../core/engine/file-tasks.ts';
+import { uploadUrlTtlSeconds, type Config } from '../core/config.ts';
 import { openDatabase, type Database } from '../core/db/database.ts';
 import { LocalStorage } from '../core/storage/local-storage.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { LocalProcessBackend } from '../core/engine/local-process-backend.ts';
-import { Reconciler } from '../core/engine/reconciler.ts';
+import type { Reconciler } from '../core/engine/reconciler.ts';
+import { createEngine } from '../core/engine/engine.ts';
 import { storageFilesRoutes } from './routes/storage-files.ts';
 import { publicFilesProxy } from './routes/public-files-proxy.ts';
 import { createStorage } from '../core/storage/create-storage.ts';
@@ -89,30 +91,16 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       uids,
       warmRunner: true,
     });
-    const reconciler = new Reconciler({
-      commands,
+    const engine = createEngine({
+      settings: config,
+      database,
+      storage,
       backend,
-      storage,
       logger,
-      limits: {
-        downloadMaxBytes: config.downloadMaxBytes,
-        downloadTimeoutSeconds: config.downloadTimeoutSeconds,
-        uploadAllowanceSeconds: config.uploadAllowanceSeconds,
-        allow: config.allowAddresses,
-        maxThreads: config.localMaxVcpus,
-      },
-      workDir: config.workDir,
-    });
-    const fileTasks = new FileTasks({
-      files,
-      accounts,
-      storage,
-      logger,
-      workDir: config.workDir,
       prober,
-      download: { maxBytes: config.downloadMaxBytes, timeoutSeconds: config.downloadTimeoutSeconds, allow: config.allowAddresses },
-      abandonedUploadSeconds: config.abandonedUploadSeconds,
+      maxThreads: config.localMaxVcpus,
     });
+    const { reconciler, fileTasks } = engine;
     const app = createApp({
       accounts,
       commands,
@@ -122,7 +110,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       logger,
       dispatch: () => reconciler.submitted(),
       kickFileTasks: () => fileTasks.kick(),
-      uploadTtlSeconds: Math.min(config.abandonedUploadSeconds, 604800),
+      uploadTtlSeconds: uploadUrlTtlSeconds(config),
       storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
       trustedProxies: config.trustedProxies,
@@ -133,8 +121,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     });
     handler = (req, env) => app.fetch(req, env);
     const url = publicUrl;
-    reconciler.start();
-    await fileTasks.start();
+    await engine.start();
     const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, runCli);
     logger.info({ url, database: database.driver, storage: config.storage, data_dir: config.dataDir }, 'ffmpeg-operator started (embedded mode)');
     return {
@@ -150,8 +137,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       close: async () => {
         await admin.close();
         await new Promise<void>((res) => server.close(() => res()));
-        await reconciler.stop();
-        await fileTasks.stop();
+        await engine.stop();
         await backend.close();
         await polls.stop();
         await stopKeyWatch();
@@ -163,13 +149,6 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     await database.close();
     throw err;
   }
-}
-
-export function listen(fetch: Parameters<typeof serve>[0]['fetch'], hostname: string, port: number): Promise<ServerType> {
-  return new Promise((res, rej) => {
-    const server = serve({ fetch, hostname, port }, () => res(server));
-    server.once('error', rej);
-  });
 }
 
 /** First start: an account on the 'pro' plan with a 'main' key, printed once and kept in the data folder. */

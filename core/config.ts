@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MEMORY_BYTES } from './confine/limits.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from './jobs/step-spec.ts';
+import { MAX_PRESIGN_TTL_SECONDS } from './storage/storage.ts';
 import { DEFAULT_UID_BASE, DEFAULT_UID_COUNT } from './confine/uid-pool.ts';
 
 export interface Config {
@@ -116,4 +117,9 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',
     defaultAccount: env.FFOP_DEFAULT_ACCOUNT ?? 'default',
   };
+}
+
+/** Upload URLs live as long as an upload may stay open, within what a presigned URL allows. */
+export function uploadUrlTtlSeconds(config: Pick<Config, 'abandonedUploadSeconds'>): number {
+  return Math.min(config.abandonedUploadSeconds, MAX_PRESIGN_TTL_SECONDS);
 }

@@ -25,14 +25,7 @@ const operator = startOperator({
   runnerImage: cluster.runnerImage,
   reportUrl: cluster.reportUrl,
   tokenSecret: cluster.jobTokenSecret,
-  limits: {
-    downloadMaxBytes: config.downloadMaxBytes,
-    downloadTimeoutSeconds: config.downloadTimeoutSeconds,
-    uploadAllowanceSeconds: config.uploadAllowanceSeconds,
-    allow: config.allowAddresses,
-    maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
-  },
-  workDir: config.workDir,
+  settings: config,
   maxOutputFileBytes: config.maxOutputFileBytes,
   maxOutputFiles: config.maxOutputFiles,
   maxMemoryBytes: config.maxMemoryBytes,
@@ -44,7 +37,6 @@ const operator = startOperator({
     priorityClassName: cluster.runnerPriorityClass,
     hostNetwork: cluster.runnerHostNetwork,
   },
-  abandonedUploadSeconds: config.abandonedUploadSeconds,
   prober,
 });
 const shutdown = async (code: number) => {

@@ -3,20 +3,17 @@
 // leader election, so only one replica acts.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../core/commands/commands-repo.ts';
 import type { Database } from '../core/db/database.ts';
-import { FilesRepo } from '../core/files/files-repo.ts';
 import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { LEADER_LEASE } from '../core/k8s/names.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes-backend.ts';
 import { CommandResources } from './cluster/command-resources.ts';
 import { electLeader } from './cluster/leader-election.ts';
-import { FileTasks } from '../core/engine/file-tasks.ts';
+import { createEngine, type Engine, type EngineSettings } from '../core/engine/engine.ts';
 import type { FileProber } from '../core/media/file-prober.ts';
-import { Reconciler } from '../core/engine/reconciler.ts';
-import type { RunLimits } from '../core/engine/step-spec-builder.ts';
+import type { Reconciler } from '../core/engine/reconciler.ts';
 
 export interface OperatorOptions {
   kubeconfig: KubeConfig;
@@ -28,9 +25,7 @@ export interface OperatorOptions {
   runnerImage: string;
   reportUrl: string;
   tokenSecret: string;
-  limits: RunLimits;
-  workDir: string;
-  abandonedUploadSeconds: number;
+  settings: EngineSettings;
   leaseSeconds?: number;
   /** Where runner pods mount their working volume (default /work). */
   runnerWorkRoot?: string;
@@ -58,18 +53,16 @@ export interface RunningOperator {
 export function startOperator(o: OperatorOptions): RunningOperator {
   const logger = o.logger.child({ operator: o.identity });
   const leadership = electLeader({ kubeconfig: o.kubeconfig, namespace: o.namespace, name: LEADER_LEASE, identity: o.identity, logger, leaseSeconds: o.leaseSeconds });
-  let reconciler: Reconciler | null = null;
+  let engine: Engine | null = null;
   let backend: KubernetesBackend | null = null;
   let resources: CommandResources | null = null;
-  let fileTasks: FileTasks | null = null;
   let stopped = false;
 
   const leading = leadership.acquired.then(async () => {
     if (stopped) return;
     const commands = new CommandsRepo(o.database.db);
-    const files = new FilesRepo(o.database.db);
-    const accounts = new AccountsRepo(o.database.db);
-    resources = new CommandResources({ kubeconfig: o.kubeconfig, namespace: o.namespace, logger });
+    const commandResources = new CommandResources({ kubeconfig: o.kubeconfig, namespace: o.namespace, logger });
+    resources = commandResources;
     backend = new KubernetesBackend({
       kubeconfig: o.kubeconfig,
       namespace: o.namespace,
@@ -79,7 +72,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       runnerImage: o.runnerImage,
       reportUrl: o.reportUrl,
       tokenSecret: o.tokenSecret,
-      ownerOf: (id) => resources!.ownerOf(id),
+      ownerOf: (id) => commandResources.ownerOf(id),
       workRoot: o.runnerWorkRoot,
       maxOutputFileBytes: o.maxOutputFileBytes,
       maxOutputFiles: o.maxOutputFiles,
@@ -88,36 +81,37 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       runnerConfinement: o.runnerConfinement,
       ...o.runnerPlacement,
     });
-    const r = new Reconciler({
-      commands,
-      backend,
+    const built = createEngine({
+      settings: o.settings,
+      database: o.database,
       storage: o.storage,
+      backend,
       logger,
-      limits: o.limits,
-      workDir: o.workDir,
-      onCommandChanged: (id) =>
-        resources!.mirror(id, () => commands.findById(id), async () =>
-          (await commands.outputFiles(id)).map((f) => ({ alias: f.alias ?? '', fileId: f.id, fileName: f.fileName, sizeBytes: f.sizeBytes, storageKey: f.storageKey })),
-        ),
-      ensureResource: (c) => resources!.ensure(c, commands),
-      resyncMs: 1000,
+      prober: o.prober,
+      maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
+      hooks: {
+        onCommandChanged: (id) =>
+          commandResources.mirror(id, () => commands.findById(id), async () =>
+            (await commands.outputFiles(id)).map((f) => ({ alias: f.alias ?? '', fileId: f.id, fileName: f.fileName, sizeBytes: f.sizeBytes, storageKey: f.storageKey })),
+          ),
+        ensureResource: (command) => commandResources.ensure(command, commands),
+      },
+      reconcileResyncMs: 1000,
+      fileTasksResyncMs: 2000,
     });
-    reconciler = r;
+    engine = built;
     let running = false;
-    await resources.start(
-      (commandId) => void r.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'),
-      () => running && r.kick(), // the initial list's adds come before the Job watch is ready
+    await commandResources.start(
+      (commandId) => void built.reconciler.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'),
+      () => running && built.reconciler.kick(), // the initial list's adds come before the Job watch is ready
     );
     await backend.start();
-    fileTasks = new FileTasks({ files, accounts, storage: o.storage, logger, workDir: o.workDir, prober: o.prober, download: { maxBytes: o.limits.downloadMaxBytes, timeoutSeconds: o.limits.downloadTimeoutSeconds, allow: o.limits.allow }, abandonedUploadSeconds: o.abandonedUploadSeconds, resyncMs: 2000 });
-    await fileTasks.start();
-    r.start();
+    await built.start();
     running = true;
   });
 
   const stopLoops = async () => {
-    await reconciler?.stop();
-    await fileTasks?.stop();
+    await engine?.stop();
     await backend?.close();
     await resources?.stop();
   };
@@ -126,7 +120,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
 
   return {
     leading,
-    reconciler: () => reconciler,
+    reconciler: () => engine?.reconciler ?? null,
     backend: () => backend,
     lost: leadership.lost,
     stop: async () => {

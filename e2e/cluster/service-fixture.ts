@@ -87,8 +87,11 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
       prober,
       kubeconfig: operatorKc, namespace: ns, database, storage, logger, identity,
       runnerImage: 'ffmpeg-operator-runner:test', reportUrl: `${apiUrl}/internal/v1/job-events`, tokenSecret,
-      limits: { downloadMaxBytes: 1e9, downloadTimeoutSeconds: 60, uploadAllowanceSeconds: 60, allow: opts.allow ?? [], maxThreads: 2 },
-      workDir: join(dir, 'operator-work'), abandonedUploadSeconds: 7 * 86400, leaseSeconds: 4, runnerWorkRoot: join(dir, 'pods'),
+      settings: {
+        downloadMaxBytes: 1e9, downloadTimeoutSeconds: 60, uploadAllowanceSeconds: 60, allowAddresses: opts.allow ?? [],
+        workDir: join(dir, 'operator-work'), abandonedUploadSeconds: 7 * 86400,
+      },
+      leaseSeconds: 4, runnerWorkRoot: join(dir, 'pods'),
     });
     return op;
   };
