@@ -3,7 +3,7 @@
 // Private files are served by S3 itself through presigned URLs.
 import { Readable } from 'node:stream';
 import { Hono, type Context } from 'hono';
-import { isPublicKey } from '../../core/storage/local-storage.ts';
+import { isPublicKey } from '../../core/storage/keys.ts';
 import { StorageNotFound, type Storage } from '../../core/storage/storage.ts';
 import { inlineDisposition, keyFromPath, parseRange } from './storage-files.ts';
 

@@ -12,14 +12,10 @@ import type { Context } from 'hono';
 import type { ByteRange } from '../../core/storage/storage.ts';
 import { MultipartError } from '../../core/storage/storage.ts';
 import { MAX_PART_BYTES } from '../../core/storage/multipart.ts';
-import {
-  assertValidKey,
-  guessContentType,
-  normalizeContentType,
-  ObjectSizeMismatch,
-  PART_NUMBER_PARAM,
-  UPLOAD_ID_PARAM,
-} from '../../core/storage/local-storage.ts';
+import { assertValidKey } from '../../core/storage/keys.ts';
+import { guessContentType, normalizeContentType } from '../../core/storage/content-types.ts';
+import { ObjectSizeMismatch } from '../../core/storage/storage.ts';
+import { PART_NUMBER_PARAM, UPLOAD_ID_PARAM } from '../../core/storage/local-storage.ts';
 import type { LocalStorage } from '../../core/storage/local-storage.ts';
 
 const ROUTE_PREFIX = '/storage/';

@@ -1,7 +1,7 @@
 // Input URLs that point at this service's own storage are read straight from storage (through a fresh
 // presigned URL) instead of over the network: no SSRF exception is needed for the service's own
 // address, and a stored file's URL works as an input as the spec promises.
-import { assertValidKey, InvalidStorageKey } from '../storage/local-storage.ts';
+import { assertValidKey, InvalidStorageKey } from '../storage/keys.ts';
 import type { Storage } from '../storage/storage.ts';
 
 const PROBE_KEY = 'public/x';

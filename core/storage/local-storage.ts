@@ -19,96 +19,11 @@ import { pipeline } from 'node:stream/promises';
 import { PRIVATE_DIR_MODE as DIR_MODE, PRIVATE_FILE_MODE as FILE_MODE } from '../data-permissions.ts';
 import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, normalizeEtag } from './multipart.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
-import { MultipartError, StorageNotFound } from './storage.ts';
+import { MAX_PRESIGN_TTL_SECONDS, MultipartError, ObjectSizeMismatch, StorageNotFound } from './storage.ts';
+import { assertValidKey, assertValidPrefix, encodeKeyForUrl, isPublicKey } from './keys.ts';
+import { guessContentType, normalizeContentType } from './content-types.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
 import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.ts';
-
-export const MAX_KEY_BYTES = 1024;
-// Below NAME_MAX (255) so temp and sidecar names built from a segment stay valid too.
-export const MAX_KEY_SEGMENT_BYTES = 255; // a file name on common filesystems; the API allows 255-character names
-/** Same ceiling as S3 presigned URLs and the spec's presigned_ttl_seconds. */
-export const MAX_PRESIGN_TTL_SECONDS = 604800;
-/** Keys under this first segment are served to anyone without a signature. */
-export const PUBLIC_KEY_PREFIX = 'public/';
-
-export class InvalidStorageKey extends Error {
-  constructor(key: unknown, why: string) {
-    super(`invalid storage key ${JSON.stringify(key)}: ${why}`);
-    this.name = 'InvalidStorageKey';
-  }
-}
-
-/** The streamed body did not have the announced size; nothing was stored. */
-export class ObjectSizeMismatch extends Error {
-  constructor(expected: number, got: string) {
-    super(`object size mismatch: expected ${expected} bytes, got ${got}`);
-    this.name = 'ObjectSizeMismatch';
-  }
-}
-
-// Control characters would let a key shift fields in the signed string or split headers.
-const FORBIDDEN_KEY_CHARS = /[\u0000-\u001f\u007f\\]/;
-
-export function assertValidKey(key: string): void {
-  if (typeof key !== 'string' || key.length === 0) throw new InvalidStorageKey(key, 'empty');
-  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new InvalidStorageKey(key, 'too long');
-  if (FORBIDDEN_KEY_CHARS.test(key)) throw new InvalidStorageKey(key, 'control character or backslash');
-  for (const segment of key.split('/')) assertValidSegment(key, segment);
-}
-
-function assertValidSegment(key: string, segment: string): void {
-  // An empty first segment is a leading '/', i.e. an absolute path.
-  if (segment === '') throw new InvalidStorageKey(key, 'absolute or empty path segment');
-  if (segment === '.' || segment === '..') throw new InvalidStorageKey(key, "'.' or '..' segment");
-  if (Buffer.byteLength(segment) > MAX_KEY_SEGMENT_BYTES) throw new InvalidStorageKey(key, 'segment too long');
-}
-
-/** A deletePrefix() argument: like a key, but its last segment may be partial or empty. */
-export function assertValidPrefix(prefix: string): void {
-  if (typeof prefix !== 'string' || prefix.length === 0) throw new InvalidStorageKey(prefix, 'empty prefix');
-  if (Buffer.byteLength(prefix) > MAX_KEY_BYTES) throw new InvalidStorageKey(prefix, 'too long');
-  if (FORBIDDEN_KEY_CHARS.test(prefix)) throw new InvalidStorageKey(prefix, 'control character or backslash');
-  const segments = prefix.split('/');
-  segments.pop();
-  for (const segment of segments) assertValidSegment(prefix, segment);
-}
-
-export function isPublicKey(key: string): boolean {
-  return key.startsWith(PUBLIC_KEY_PREFIX);
-}
-
-/** Each segment percent-encoded, so the URL path maps back to exactly this key. */
-export function encodeKeyForUrl(key: string): string {
-  return key.split('/').map(encodeURIComponent).join('/');
-}
-
-const CONTENT_TYPES_BY_EXTENSION: Record<string, string> = {
-  mp4: 'video/mp4', m4v: 'video/mp4', mov: 'video/quicktime', mkv: 'video/x-matroska',
-  webm: 'video/webm', avi: 'video/x-msvideo', ts: 'video/mp2t', mpg: 'video/mpeg', mpeg: 'video/mpeg',
-  flv: 'video/x-flv', '3gp': 'video/3gpp', ogv: 'video/ogg',
-  mp3: 'audio/mpeg', m4a: 'audio/mp4', aac: 'audio/aac', wav: 'audio/wav', flac: 'audio/flac',
-  ogg: 'audio/ogg', oga: 'audio/ogg', opus: 'audio/opus', weba: 'audio/webm',
-  jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp',
-  avif: 'image/avif', bmp: 'image/bmp', tif: 'image/tiff', tiff: 'image/tiff', svg: 'image/svg+xml',
-  srt: 'application/x-subrip', vtt: 'text/vtt', ass: 'text/x-ssa', ssa: 'text/x-ssa',
-  m3u8: 'application/vnd.apple.mpegurl', mpd: 'application/dash+xml',
-  txt: 'text/plain', json: 'application/json', zip: 'application/zip',
-};
-
-export function guessContentType(key: string): string {
-  const name = key.slice(key.lastIndexOf('/') + 1);
-  const dot = name.lastIndexOf('.');
-  const extension = dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
-  return (Object.hasOwn(CONTENT_TYPES_BY_EXTENSION, extension) ? CONTENT_TYPES_BY_EXTENSION[extension] : undefined) ?? 'application/octet-stream';
-}
-
-/** `type/subtype[; params]` in printable ASCII, or null: the value ends up in a response header. */
-export function normalizeContentType(value: string | null | undefined): string | null {
-  const trimmed = value?.trim() ?? '';
-  if (trimmed.length === 0 || trimmed.length > 255) return null;
-  if (!/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/.test(trimmed)) return null;
-  return trimmed;
-}
 
 export type Access =
   | { allowed: true; visibility: 'public' | 'signed' }

@@ -1,5 +1,5 @@
 // S3 storage backend (cluster mode), through the minio client against any S3-compatible server.
-// Keys follow the local backend's rules (assertValidKey), so an object stored in one mode can be
+// Keys follow the same rules as the local backend's (keys.ts), so an object stored in one mode can be
 // stored in the other. The bucket is private: files are read and written through presigned URLs.
 import { createHash } from 'node:crypto';
 import { stat as statFile } from 'node:fs/promises';
@@ -7,15 +7,9 @@ import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { Client } from 'minio';
 import type { ClientOptions } from 'minio';
-import {
-  assertValidKey,
-  assertValidPrefix,
-  encodeKeyForUrl,
-  guessContentType,
-  MAX_PRESIGN_TTL_SECONDS,
-  normalizeContentType,
-  ObjectSizeMismatch,
-} from './local-storage.ts';
+import { assertValidKey, assertValidPrefix, encodeKeyForUrl } from './keys.ts';
+import { guessContentType, normalizeContentType } from './content-types.ts';
+import { MAX_PRESIGN_TTL_SECONDS, ObjectSizeMismatch } from './storage.ts';
 import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, MAX_PART_NUMBER } from './multipart.ts';
 import { awsEscape, presignS3Url } from './s3-presign.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';

@@ -77,3 +77,14 @@ export class StorageNotFound extends Error {
     this.name = 'StorageNotFound';
   }
 }
+
+/** Same ceiling as S3 presigned URLs and the spec's presigned_ttl_seconds. */
+export const MAX_PRESIGN_TTL_SECONDS = 604800;
+
+/** The streamed body did not have the announced size; nothing was stored. */
+export class ObjectSizeMismatch extends Error {
+  constructor(expected: number, got: string) {
+    super(`object size mismatch: expected ${expected} bytes, got ${got}`);
+    this.name = 'ObjectSizeMismatch';
+  }
+}
