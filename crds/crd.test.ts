@@ -21,6 +21,7 @@ import {
 } from '@kubernetes/client-node';
 import type { KubernetesObject, V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, KIND, PLURAL, SERVICE_ACCOUNTS, SHORT_NAME, VERSION } from '../core/k8s/names.ts';
+import type { FfmpegCommandSpec, FfmpegCommandStatus } from '../core/k8s/ffmpeg-command.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..');
@@ -52,7 +53,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, lim
   }
 }
 
-function validCommand(name = randomUUID()) {
+function validCommand(name = randomUUID()): { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: FfmpegCommandSpec } {
   return {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -139,7 +140,7 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, body }) as Promise<Command>;
   const read = (name: string) =>
     custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name }) as Promise<
-      Command & { status?: Record<string, unknown>; metadata: { labels?: Record<string, string> } }
+      Command & { status?: FfmpegCommandStatus; metadata: { labels?: Record<string, string> } }
     >;
   const patch = (name: string, body: unknown) =>
     custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name, body }, mergePatch);
@@ -227,7 +228,7 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     const name = command.metadata.name;
     assert.equal((await read(name)).status, undefined, 'status given on create is dropped');
 
-    const status = {
+    const status: FfmpegCommandStatus = {
       phase: 'PROCESSING',
       stage: 'UPLOADING',
       currentStep: 1,

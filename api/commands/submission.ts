@@ -64,7 +64,7 @@ function declaredOutputs(outputFiles: Record<string, string> | 'OUTPUT_FOLDER'):
   });
 }
 
-function buildRow(caller: Caller, req: Common, type: string, steps: StoredStep[], originalRequest: Record<string, unknown>, vcpus: number, outputs: DeclaredOutput[]): NewCommandRow {
+function buildRow(caller: Caller, req: Common, type: CommandType, steps: StoredStep[], originalRequest: Record<string, unknown>, vcpus: number, outputs: DeclaredOutput[]): NewCommandRow {
   return {
     id: randomUUID(),
     accountId: caller.account.id,

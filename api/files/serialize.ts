@@ -1,7 +1,7 @@
 // File rows -> the spec's stored file record.
 import type { FileRow } from '../../core/files/files-repo.ts';
 import type { MediaInfo } from '../../core/media/media-info.ts';
-import { FileStatus } from '../../core/commands/command-status.ts';
+import { FileStatus } from '../../core/files/file-status.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { toMb } from '../units.ts';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { describeRoute, resolver } from 'hono-openapi';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
-import { FileStatus, StoreType } from '../../core/commands/command-status.ts';
+import { FileStatus, StoreType } from '../../core/files/file-status.ts';
 import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
 import type { FilesRepo, FileRow, NewFileRow } from '../../core/files/files-repo.ts';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';

@@ -7,6 +7,7 @@ import { singleCommandRow } from '../../api/commands/submission.ts';
 import { CommandsRepo } from '../commands/commands-repo.ts';
 import { openTestDatabase } from '../db/test-database.ts';
 import { FilesRepo } from '../files/files-repo.ts';
+import { FileStatus, StoreType } from '../files/file-status.ts';
 import { AccountsRepo, type Caller } from './accounts-repo.ts';
 import { PlansRepo } from './plans-repo.ts';
 import { QuotaExceeded, Quotas } from './quotas.ts';
@@ -26,8 +27,8 @@ async function quotaFixture() {
     const row = singleCommandRow(caller, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: 1, is_private: false });
     await commands.insert({ ...row, status: 'SUCCESS', processedBytes: bytes, createdAt });
   };
-  const stored = (sizeBytes: number, extra: { isDeleted?: boolean; status?: string } = {}) =>
-    files.insert({ id: randomUUID(), accountId: account.id, environmentName: 'main', serviceStoreType: 'STORED_FILE', status: extra.status ?? 'STORED', storageKey: `k/${randomUUID()}`, fileName: 'f.mp4', isPrivate: false, sizeBytes, isDeleted: extra.isDeleted ?? false });
+  const stored = (sizeBytes: number, extra: { isDeleted?: boolean; status?: FileStatus } = {}) =>
+    files.insert({ id: randomUUID(), accountId: account.id, environmentName: 'main', serviceStoreType: StoreType.STORED_FILE, status: extra.status ?? FileStatus.STORED, storageKey: `k/${randomUUID()}`, fileName: 'f.mp4', isPrivate: false, sizeBytes, isDeleted: extra.isDeleted ?? false });
   return { database, quotas: new Quotas(files, () => NOW), caller, processed, stored };
 }
 

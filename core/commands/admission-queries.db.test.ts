@@ -22,7 +22,7 @@ async function queueFixture() {
   const commands = new CommandsRepo(database.db);
   const labels = new Map<string, string>();
   /** Submits a command with these vCPUs; `label` names it in assertions. */
-  const submit = async (who: Caller, label: string, vcpus: number, status: string = CommandStatus.QUEUED) => {
+  const submit = async (who: Caller, label: string, vcpus: number, status: CommandStatus = CommandStatus.QUEUED) => {
     const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
     await commands.insert({ ...row, status });
     labels.set(row.id!, label);

@@ -13,14 +13,3 @@ export const CommandType = {
   FFMPEG_CHAINED_COMMANDS: 'FFMPEG_CHAINED_COMMANDS',
 } as const;
 export type CommandType = (typeof CommandType)[keyof typeof CommandType];
-
-export const FileStatus = {
-  QUEUED: 'QUEUED',
-  DOWNLOADING: 'DOWNLOADING',
-  DOWNLOADED: 'DOWNLOADED',
-  UPLOADED: 'UPLOADED',
-  FAILED: 'FAILED',
-  STORED: 'STORED',
-} as const;
-
-export const StoreType = { INPUT: 'INPUT', OUTPUT: 'OUTPUT', STORED_FILE: 'STORED_FILE' } as const;

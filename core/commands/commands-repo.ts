@@ -120,7 +120,7 @@ export class CommandsRepo {
     return this.activeWith([CommandStatus.PROCESSING]);
   }
 
-  private activeWith(statuses: string[]): Promise<ActiveCommand[]> {
+  private activeWith(statuses: CommandStatus[]): Promise<ActiveCommand[]> {
     return this.db
       .select({
         id: commands.id,

@@ -7,7 +7,8 @@ import { singleCommandRow } from '../../api/commands/submission.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { createTestDatabaseUrl, testDatabaseKind } from '../db/test-database.ts';
-import { FilesRepo } from '../files/files-repo.ts';
+import { FilesRepo, type NewFileRow } from '../files/files-repo.ts';
+import { FileStatus, StoreType } from '../files/file-status.ts';
 import { CommandsRepo } from './commands-repo.ts';
 import { watchedPollCache } from './poll-cache.ts';
 
@@ -39,9 +40,9 @@ async function pollFixture() {
     await commands.insert(row);
     return row.id!;
   };
-  const output = (commandId: string, alias: string, createdAt = new Date()) => ({
-    id: randomUUID(), accountId: owner.account.id, environmentName: 'main', commandId, alias, serviceStoreType: 'OUTPUT',
-    status: 'STORED', storageKey: `k/${alias}`, fileName: `${alias}.mp4`, isPrivate: false, createdAt,
+  const output = (commandId: string, alias: string, createdAt = new Date()): NewFileRow => ({
+    id: randomUUID(), accountId: owner.account.id, environmentName: 'main', commandId, alias, serviceStoreType: StoreType.OUTPUT,
+    status: FileStatus.STORED, storageKey: `k/${alias}`, fileName: `${alias}.mp4`, isPrivate: false, createdAt,
   });
   /** Polls until `check` holds (a notification is asynchronous), failing after 5 s. */
   const eventually = async (id: string, check: (found: Awaited<ReturnType<typeof polls.find>>) => boolean) => {

@@ -16,6 +16,10 @@ import {
 } from 'drizzle-orm/pg-core';
 import type { MediaInfo } from '../media/media-info.ts';
 import type { ParsedCommand } from '../commands/parsed-command.ts';
+import type { CommandStatus, CommandType } from '../commands/command-status.ts';
+import type { ErrorStatus } from '../commands/error-status.ts';
+import type { FileStatus, StoreType } from '../files/file-status.ts';
+import type { ProcessingStage } from '../jobs/step-spec.ts';
 
 /** What an account may do. Rows, so that an install sets its own limits (CLI: `plans create|set`). */
 export const plans = pgTable('plans', {
@@ -84,10 +88,10 @@ export const commands = pgTable(
       .notNull()
       .references(() => accounts.id),
     environmentName: text('environment_name').notNull(),
-    commandType: text('command_type').notNull(),
-    status: text('status').notNull(),
-    processingStage: text('processing_stage'),
-    errorStatus: text('error_status'),
+    commandType: text('command_type').$type<CommandType>().notNull(),
+    status: text('status').$type<CommandStatus>().notNull(),
+    processingStage: text('processing_stage').$type<ProcessingStage>(),
+    errorStatus: text('error_status').$type<ErrorStatus>(),
     errorMessage: text('error_message'),
     originalRequest: jsonb('original_request').$type<Record<string, unknown>>().notNull(),
     metadata: jsonb('metadata').$type<Record<string, string | number | boolean> | null>(),
@@ -131,9 +135,9 @@ export const files = pgTable(
     commandId: uuid('command_id').references(() => commands.id),
     /** Output alias for command outputs (out_1, OUTPUT_FOLDER). */
     alias: text('alias'),
-    serviceStoreType: text('service_store_type').notNull(),
-    status: text('status').notNull(),
-    errorStatus: text('error_status'),
+    serviceStoreType: text('service_store_type').$type<StoreType>().notNull(),
+    status: text('status').$type<FileStatus>().notNull(),
+    errorStatus: text('error_status').$type<ErrorStatus>(),
     errorMessage: text('error_message'),
     storageKey: text('storage_key').notNull(),
     fileName: text('file_name').notNull(),

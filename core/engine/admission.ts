@@ -18,7 +18,7 @@ export interface AdmissionInput {
 
 /** vCPUs of the shared capacity these commands hold: 8 vCPUs on 2 cores runs on 2. */
 export function sharedVcpus(commands: { vcpuCount: number }[], capacityVcpus: number): number {
-  return commands.reduce((sum, c) => sum + Math.min(c.vcpuCount, capacityVcpus), 0);
+  return commands.reduce((sum, command) => sum + Math.min(command.vcpuCount, capacityVcpus), 0);
 }
 
 export function admit(input: AdmissionInput): string[] {
@@ -27,25 +27,25 @@ export function admit(input: AdmissionInput): string[] {
   const capacityShare = (vcpus: number) => (capacityVcpus === null ? 0 : Math.min(vcpus, capacityVcpus));
   const usedByAccount = new Map<string, number>();
   let capacityUsed = 0;
-  for (const c of input.running) {
-    usedByAccount.set(c.accountId, (usedByAccount.get(c.accountId) ?? 0) + c.vcpuCount);
-    capacityUsed += capacityShare(c.vcpuCount);
+  for (const command of input.running) {
+    usedByAccount.set(command.accountId, (usedByAccount.get(command.accountId) ?? 0) + command.vcpuCount);
+    capacityUsed += capacityShare(command.vcpuCount);
   }
   const blocked = new Set<string>();
   const admitted: string[] = [];
-  for (const c of input.queued) {
-    if (blocked.has(c.accountId)) continue;
-    const used = usedByAccount.get(c.accountId) ?? 0;
-    if (used + c.vcpuCount > input.maxVcpusOf(c.accountId)) {
-      blocked.add(c.accountId);
+  for (const command of input.queued) {
+    if (blocked.has(command.accountId)) continue;
+    const used = usedByAccount.get(command.accountId) ?? 0;
+    if (used + command.vcpuCount > input.maxVcpusOf(command.accountId)) {
+      blocked.add(command.accountId);
       continue;
     }
-    if (capacityVcpus !== null && capacityUsed + capacityShare(c.vcpuCount) > capacityVcpus) {
+    if (capacityVcpus !== null && capacityUsed + capacityShare(command.vcpuCount) > capacityVcpus) {
       break; // the oldest waiting command gets the next free capacity, whoever owns it
     }
-    usedByAccount.set(c.accountId, used + c.vcpuCount);
-    capacityUsed += capacityShare(c.vcpuCount);
-    admitted.push(c.id);
+    usedByAccount.set(command.accountId, used + command.vcpuCount);
+    capacityUsed += capacityShare(command.vcpuCount);
+    admitted.push(command.id);
   }
   return admitted;
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../accounts/accounts-repo.ts';
-import { FileStatus } from '../commands/command-status.ts';
+import { FileStatus } from '../files/file-status.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { FileRow, FilesRepo } from '../files/files-repo.ts';
 import { contentTypeForFileName } from '../media/mime.ts';
@@ -168,7 +168,7 @@ export class FileTasks {
     });
   }
 
-  private async fail(f: FileRow, errorStatus: string, message: string): Promise<void> {
+  private async fail(f: FileRow, errorStatus: ErrorStatus, message: string): Promise<void> {
     await this.o.files.update(f.id, { status: FileStatus.FAILED, errorStatus, errorMessage: message });
     this.o.logger.warn({ file_id: f.id, error_status: errorStatus, error_message: message }, 'file failed');
   }

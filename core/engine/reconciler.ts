@@ -3,7 +3,8 @@
 // changes no outcome. Runner events are applied through the same serialised section.
 import type { Logger } from 'pino';
 import type { ActiveCommand, CommandRow, CommandsRepo, NewFileRow } from '../commands/commands-repo.ts';
-import { CommandStatus, FileStatus, StoreType } from '../commands/command-status.ts';
+import { CommandStatus } from '../commands/command-status.ts';
+import { FileStatus, StoreType } from '../files/file-status.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
@@ -31,7 +32,7 @@ export interface ReconcilerOptions {
   /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
   onCommandChanged?: (commandId: string) => void;
   /** Cluster mode: make sure every active command has its FfmpegCommand (called on every pass). */
-  ensureResource?: (c: ActiveCommand) => Promise<'present' | 'created' | 'deleted'>;
+  ensureResource?: (command: ActiveCommand) => Promise<'present' | 'created' | 'deleted'>;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
 }
@@ -104,27 +105,27 @@ export class Reconciler {
   /** Stops a command's Job and fails it (cluster mode: its FfmpegCommand was deleted). */
   cancel(commandId: string, message: string): Promise<void> {
     return this.serial(async () => {
-      const c = await this.o.commands.findById(commandId);
-      if (!c || (c.status !== CommandStatus.QUEUED && c.status !== CommandStatus.PROCESSING)) return;
-      if (c.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(c.id, c.currentStep, c.attempt));
-      await this.fail(c, ErrorStatus.CANCELLED, message);
+      const command = await this.o.commands.findById(commandId);
+      if (!command || (command.status !== CommandStatus.QUEUED && command.status !== CommandStatus.PROCESSING)) return;
+      if (command.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+      await this.fail(command, ErrorStatus.CANCELLED, message);
     });
   }
 
   async reconcileOnce(): Promise<void> {
     if (this.o.ensureResource) {
-      for (const c of await this.o.commands.active()) {
-        const state = await this.o.ensureResource(c);
+      for (const command of await this.o.commands.active()) {
+        const state = await this.o.ensureResource(command);
         if (state === 'deleted') {
-          if (c.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(c.id, c.currentStep, c.attempt));
-          await this.fail(c, ErrorStatus.CANCELLED, 'its FfmpegCommand resource was deleted; the command was stopped');
+          if (command.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+          await this.fail(command, ErrorStatus.CANCELLED, 'its FfmpegCommand resource was deleted; the command was stopped');
         }
       }
     }
     const jobs = await this.o.backend.listJobNames();
     let running = await this.o.commands.processing();
-    const lost = running.filter((c) => !jobs.has(jobName(c.id, c.currentStep, c.attempt)));
-    for (const c of lost) await this.recoverLostJob(c);
+    const lost = running.filter((command) => !jobs.has(jobName(command.id, command.currentStep, command.attempt)));
+    for (const command of lost) await this.recoverLostJob(command);
     if (lost.length > 0) running = await this.o.commands.processing();
     const capacity = this.o.backend.capacityVcpus;
     // While the shared capacity is taken nothing can start: a pass then costs one small read, however
@@ -132,52 +133,52 @@ export class Reconciler {
     this.capacityFull = capacity !== null && sharedVcpus(running, capacity) >= capacity;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const c of await this.o.commands.overPlan()) {
-      await this.fail({ id: c.id, ffmpegSeconds: 0, processedBytes: 0 }, ErrorStatus.PLAN_LIMIT_EXCEEDED,
-        `vcpu_count ${c.vcpuCount} is more than the ${c.planMaxVcpus} vCPUs the account's plan allows now`);
+    for (const command of await this.o.commands.overPlan()) {
+      await this.fail({ id: command.id, ffmpegSeconds: 0, processedBytes: 0 }, ErrorStatus.PLAN_LIMIT_EXCEEDED,
+        `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`);
     }
     // The database prefilters the queue by each account's plan; every candidate uses at least one
     // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
     const limit = capacity === null ? UNLIMITED_PASS_SIZE : capacity + 1;
     const candidates = await this.o.commands.admissible(limit);
     if (candidates.length === 0) return;
-    const maxByAccount = new Map(candidates.map((c) => [c.accountId, c.planMaxVcpus]));
+    const maxByAccount = new Map(candidates.map((command) => [command.accountId, command.planMaxVcpus]));
     const admitted = admit({ running, queued: candidates, maxVcpusOf: (id) => maxByAccount.get(id) ?? 0, capacityVcpus: capacity });
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit) this.kick();
     for (const id of admitted) {
       // The pass reads light rows; a command about to start needs its steps and outputs.
-      const c = await this.o.commands.findById(id);
-      if (c?.status !== CommandStatus.QUEUED) continue;
+      const command = await this.o.commands.findById(id);
+      if (command?.status !== CommandStatus.QUEUED) continue;
       const patch = { status: CommandStatus.PROCESSING, startedAt: this.clock(), currentStep: 0, attempt: 1 };
-      await this.o.commands.update(c.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
-      this.o.onCommandChanged?.(c.id);
-      this.log(c).info({ vcpu_count: c.vcpuCount }, 'command admitted');
-      await this.startStep({ ...c, ...patch });
+      await this.o.commands.update(command.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
+      this.o.onCommandChanged?.(command.id);
+      this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
+      await this.startStep({ ...command, ...patch });
     }
   }
 
   /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
-  private async recoverLostJob(c: ActiveCommand): Promise<void> {
+  private async recoverLostJob(command: ActiveCommand): Promise<void> {
     const maxAttempts = this.o.maxAttempts ?? 3;
-    if (c.attempt >= maxAttempts) {
-      await this.fail(c, ErrorStatus.INTERRUPTED, `the service stopped while this command ran, ${c.attempt} times; it was not tried again`);
+    if (command.attempt >= maxAttempts) {
+      await this.fail(command, ErrorStatus.INTERRUPTED, `the service stopped while this command ran, ${command.attempt} times; it was not tried again`);
       return;
     }
-    const attempt = c.attempt + 1;
-    this.log(c).warn({ step: c.currentStep, attempt }, 'job lost (service restarted?), running the step again');
-    await this.o.commands.update(c.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
-    const row = await this.o.commands.findById(c.id);
+    const attempt = command.attempt + 1;
+    this.log(command).warn({ step: command.currentStep, attempt }, 'job lost (service restarted?), running the step again');
+    await this.o.commands.update(command.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
+    const row = await this.o.commands.findById(command.id);
     if (row) await this.startStep(row);
   }
 
-  private async startStep(c: CommandRow): Promise<void> {
-    const ref: JobRef = { name: jobName(c.id, c.currentStep, c.attempt), commandId: c.id, step: c.currentStep, attempt: c.attempt };
+  private async startStep(command: CommandRow): Promise<void> {
+    const ref: JobRef = { name: jobName(command.id, command.currentStep, command.attempt), commandId: command.id, step: command.currentStep, attempt: command.attempt };
     try {
-      const spec = await buildStepSpec(c, c.currentStep, this.o.storage, this.o.limits);
-      await this.o.backend.ensureJob({ ref, spec, vcpus: c.vcpuCount, deadlineSeconds: stepDeadlineSeconds(c, this.o.limits), accountId: c.accountId });
+      const spec = await buildStepSpec(command, command.currentStep, this.o.storage, this.o.limits);
+      await this.o.backend.ensureJob({ ref, spec, vcpus: command.vcpuCount, deadlineSeconds: stepDeadlineSeconds(command, this.o.limits), accountId: command.accountId });
     } catch (err) {
-      await this.fail(c, ErrorStatus.INTERNAL_ERROR, `could not start step ${c.currentStep + 1}: ${(err as Error).message}`);
+      await this.fail(command, ErrorStatus.INTERNAL_ERROR, `could not start step ${command.currentStep + 1}: ${(err as Error).message}`);
     }
   }
 
@@ -185,14 +186,14 @@ export class Reconciler {
   private async prepare(ref: JobRef, event: RunnerEvent): Promise<string | null> {
     if (event.type !== 'result' || !event.ok) return null;
     try {
-      const c = await this.o.commands.findById(ref.commandId);
-      if (!c || jobName(c.id, c.currentStep, c.attempt) !== ref.name) return null;
+      const command = await this.o.commands.findById(ref.commandId);
+      if (!command || jobName(command.id, command.currentStep, command.attempt) !== ref.name) return null;
       for (const o of event.outputs) {
-        const declared = c.outputs.find((d) => d.alias === o.alias);
+        const declared = command.outputs.find((d) => d.alias === o.alias);
         if (declared?.kind !== 'playlist') continue;
-        const key = objectKey({ isPrivate: c.isPrivate, accountId: c.accountId, fileId: declared.fileId, fileName: declared.fileName });
+        const key = objectKey({ isPrivate: command.isPrivate, accountId: command.accountId, fileId: declared.fileId, fileName: declared.fileName });
         try {
-          await unpackPlaylist(this.o.storage, playlistStagingKey(c.accountId, declared.fileId), key.slice(0, key.lastIndexOf('/') + 1), this.o.workDir);
+          await unpackPlaylist(this.o.storage, playlistStagingKey(command.accountId, declared.fileId), key.slice(0, key.lastIndexOf('/') + 1), this.o.workDir);
         } catch (err) {
           return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
         }
@@ -204,16 +205,16 @@ export class Reconciler {
   }
 
   private async apply(ref: JobRef, event: RunnerEvent, problem: string | null = null): Promise<void> {
-    const c = await this.o.commands.findById(ref.commandId);
+    const command = await this.o.commands.findById(ref.commandId);
     // Events of an earlier attempt (or of a command that already ended) change nothing.
-    if (!c || c.status !== CommandStatus.PROCESSING || jobName(c.id, c.currentStep, c.attempt) !== ref.name) {
+    if (!command || command.status !== CommandStatus.PROCESSING || jobName(command.id, command.currentStep, command.attempt) !== ref.name) {
       if (event.type === 'result') await this.o.backend.deleteJob(ref.name);
       return;
     }
     if (event.type === 'stage') {
-      await this.o.commands.update(c.id, { processingStage: event.stage });
-      this.o.onCommandChanged?.(c.id);
-      this.log(c).info({ step: c.currentStep, stage: event.stage }, 'stage');
+      await this.o.commands.update(command.id, { processingStage: event.stage });
+      this.o.onCommandChanged?.(command.id);
+      this.log(command).info({ step: command.currentStep, stage: event.stage }, 'stage');
       return;
     }
     if (event.type === 'progress') return;
@@ -221,81 +222,81 @@ export class Reconciler {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
     // result (its events go with the Job) instead of losing it.
     try {
-      await this.applyResult(c, event, problem);
+      await this.applyResult(command, event, problem);
     } finally {
       await this.o.backend.deleteJob(ref.name);
     }
   }
 
-  private async applyResult(c: CommandRow, event: Extract<RunnerEvent, { type: 'result' }>, problem: string | null): Promise<void> {
-    const ffmpegSeconds = c.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
+  private async applyResult(command: CommandRow, event: Extract<RunnerEvent, { type: 'result' }>, problem: string | null): Promise<void> {
+    const ffmpegSeconds = command.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
     if (!event.ok) {
-      const processedBytes = c.processedBytes + event.inputBytes;
-      await this.fail({ ...c, ffmpegSeconds, processedBytes }, event.errorStatus, event.errorMessage);
+      const processedBytes = command.processedBytes + event.inputBytes;
+      await this.fail({ ...command, ffmpegSeconds, processedBytes }, event.errorStatus, event.errorMessage);
       return;
     }
     const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
-    const processedBytes = c.processedBytes + event.inputBytes + outputBytes;
+    const processedBytes = command.processedBytes + event.inputBytes + outputBytes;
     if (problem) {
-      await this.fail({ ...c, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
+      await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
       return;
     }
     const files: NewFileRow[] = event.outputs.map((o) => {
-      const declared = c.outputs.find((d) => d.alias === o.alias)!;
+      const declared = command.outputs.find((d) => d.alias === o.alias)!;
       return {
         id: declared.fileId,
-        accountId: c.accountId,
-        environmentName: c.environmentName,
-        commandId: c.id,
+        accountId: command.accountId,
+        environmentName: command.environmentName,
+        commandId: command.id,
         alias: o.alias,
         serviceStoreType: StoreType.OUTPUT,
         status: FileStatus.STORED,
-        storageKey: objectKey({ isPrivate: c.isPrivate, accountId: c.accountId, fileId: declared.fileId, fileName: declared.fileName }),
+        storageKey: objectKey({ isPrivate: command.isPrivate, accountId: command.accountId, fileId: declared.fileId, fileName: declared.fileName }),
         fileName: declared.fileName,
         originalFileUrl: declared.fileName,
-        isPrivate: c.isPrivate,
+        isPrivate: command.isPrivate,
         sizeBytes: o.size,
         fileCount: o.fileCount ?? 1,
         sizeCompressedBytes: o.compressedSize ?? null,
         media: o.media,
       };
     });
-    const lastStep = c.currentStep >= c.steps.length - 1;
+    const lastStep = command.currentStep >= command.steps.length - 1;
     if (lastStep) {
-      await this.o.commands.completeStep(c.id, files, {
+      await this.o.commands.completeStep(command.id, files, {
         status: CommandStatus.SUCCESS,
         processingStage: null,
         finishedAt: this.clock(),
         ffmpegSeconds,
         processedBytes,
       });
-      this.o.onCommandChanged?.(c.id);
-      this.log(c).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
+      this.o.onCommandChanged?.(command.id);
+      this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
       this.kick(); // its vCPUs are free for the next queued command
       return;
     }
-    const next = { currentStep: c.currentStep + 1, attempt: 1, ffmpegSeconds, processedBytes, processingStage: ProcessingStage.DOWNLOADING };
-    await this.o.commands.completeStep(c.id, files, next);
-    this.o.onCommandChanged?.(c.id);
-    this.log(c).info({ step: next.currentStep }, 'step done, starting the next one');
-    await this.startStep({ ...c, ...next });
+    const next = { currentStep: command.currentStep + 1, attempt: 1, ffmpegSeconds, processedBytes, processingStage: ProcessingStage.DOWNLOADING };
+    await this.o.commands.completeStep(command.id, files, next);
+    this.o.onCommandChanged?.(command.id);
+    this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
+    await this.startStep({ ...command, ...next });
   }
 
-  private async fail(c: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'>, errorStatus: string, errorMessage: string): Promise<void> {
-    await this.o.commands.update(c.id, {
+  private async fail(command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'>, errorStatus: ErrorStatus, errorMessage: string): Promise<void> {
+    await this.o.commands.update(command.id, {
       status: CommandStatus.FAILED,
       errorStatus,
       errorMessage,
       finishedAt: this.clock(),
-      ffmpegSeconds: c.ffmpegSeconds,
-      processedBytes: c.processedBytes,
+      ffmpegSeconds: command.ffmpegSeconds,
+      processedBytes: command.processedBytes,
     });
-    this.o.onCommandChanged?.(c.id);
-    this.log(c).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
+    this.o.onCommandChanged?.(command.id);
+    this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
     this.kick();
   }
 
-  private log(c: Pick<CommandRow, 'id'>): Logger {
-    return this.o.logger.child({ command_id: c.id });
+  private log(command: Pick<CommandRow, 'id'>): Logger {
+    return this.o.logger.child({ command_id: command.id });
   }
 }

@@ -4,7 +4,7 @@ import { and, desc, eq, gte, inArray, isNull, lt, ne, or, sql } from 'drizzle-or
 import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
 import { commands, files } from '../db/schema.ts';
-import { StoreType } from '../commands/command-status.ts';
+import { FileStatus, StoreType } from './file-status.ts';
 
 export type FileRow = typeof files.$inferSelect;
 export type NewFileRow = typeof files.$inferInsert;
@@ -48,7 +48,7 @@ export class FilesRepo {
    * Moves a live file from one status to another only if it is still in `from`; false when someone
    * else moved it first (a concurrent complete and abort, say) or deleted it meanwhile.
    */
-  async transition(id: string, from: string, patch: Partial<NewFileRow>): Promise<boolean> {
+  async transition(id: string, from: FileStatus, patch: Partial<NewFileRow>): Promise<boolean> {
     const rows = await this.db
       .update(files)
       .set({ ...patch, updatedAt: new Date() })
@@ -86,12 +86,12 @@ export class FilesRepo {
       .limit(limit);
   }
 
-  async withStatus(statuses: string[], limit = 100): Promise<FileRow[]> {
+  async withStatus(statuses: FileStatus[], limit = 100): Promise<FileRow[]> {
     return this.db.select().from(files).where(inArray(files.status, statuses)).orderBy(files.createdAt).limit(limit);
   }
 
   /** Uploads still waiting for complete/abort since before `olderThan`. */
-  async staleUploads(olderThan: Date, uploadStatus: string): Promise<FileRow[]> {
+  async staleUploads(olderThan: Date, uploadStatus: FileStatus): Promise<FileRow[]> {
     return this.db
       .select()
       .from(files)

@@ -19,7 +19,7 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/c
 import { GROUP, LABELS, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { runProcess } from '../cluster/cluster.ts';
 import type { ClusterService } from '../cluster/service-fixture.ts';
-import type { FfmpegCommandObject } from '../../operator/cluster/command-resources.ts';
+import type { FfmpegCommandObject } from '../../core/k8s/ffmpeg-command.ts';
 import { CHEAP_COMMAND } from './cluster-in-flight.ts';
 import { settledMemory, startOperatorProcess, type OperatorProcess } from './operator-process.ts';
 

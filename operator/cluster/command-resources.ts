@@ -1,18 +1,14 @@
 // FfmpegCommand resources: created for each submitted command (by the API, or by the operator for
 // rows the API stored but never turned into a resource), watched (a deleted resource cancels its
 // command), and given a status that mirrors the database.
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { CommandStatus } from '../../core/commands/command-status.ts';
 import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { jobName } from '../../core/engine/job-backend.ts';
+import type { FfmpegCommandObject, FfmpegCommandOutput, FfmpegCommandStatus } from '../../core/k8s/ffmpeg-command.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
-
-export interface FfmpegCommandObject extends KubernetesObject {
-  spec?: Record<string, unknown>;
-  status?: Record<string, unknown>;
-}
 
 export class CommandResources {
   private readonly kc: KubeConfig;
@@ -30,25 +26,25 @@ export class CommandResources {
   }
 
   /** Creates the resource of a command; an existing one is fine (idempotent). */
-  async create(c: CommandRow): Promise<void> {
+  async create(command: CommandRow): Promise<void> {
     const body: FfmpegCommandObject = {
       apiVersion: API_VERSION,
       kind: KIND,
       metadata: {
-        name: c.id,
+        name: command.id,
         namespace: this.namespace,
-        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.commandId]: c.id, [LABELS.account]: c.accountId },
+        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.commandId]: command.id, [LABELS.account]: command.accountId },
       },
       spec: {
-        commandId: c.id,
-        accountId: c.accountId,
-        environment: c.environmentName,
-        commandType: c.commandType,
-        vcpuCount: c.vcpuCount,
-        maxCommandRunSeconds: c.maxCommandRunSeconds,
-        steps: c.steps.length,
-        isPrivate: c.isPrivate,
-        request: c.originalRequest,
+        commandId: command.id,
+        accountId: command.accountId,
+        environment: command.environmentName,
+        commandType: command.commandType,
+        vcpuCount: command.vcpuCount,
+        maxCommandRunSeconds: command.maxCommandRunSeconds,
+        steps: command.steps.length,
+        isPrivate: command.isPrivate,
+        request: command.originalRequest,
       },
     };
     try {
@@ -86,50 +82,54 @@ export class CommandResources {
   }
 
   /** Level-triggered: creates a missing resource, or reports that the user deleted it. */
-  async ensure(c: ActiveCommand, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
-    if (this.watch?.informer.get(c.id, this.namespace)) return 'present';
-    if (c.resourceCreatedAt) {
+  async ensure(command: ActiveCommand, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
+    if (this.watch?.informer.get(command.id, this.namespace)) return 'present';
+    if (command.resourceCreatedAt) {
       // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
       try {
-        await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: c.id });
+        await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: command.id });
         return 'present';
       } catch (err) {
         if ((err as { code?: number }).code === 404) return 'deleted';
         throw err;
       }
     }
-    const row = await commands.findById(c.id);
+    const row = await commands.findById(command.id);
     if (!row) return 'present'; // gone meanwhile: nothing to create
     await this.create(row);
-    await commands.update(c.id, { resourceCreatedAt: new Date() });
-    this.logger.info({ command_id: c.id }, 'created the missing FfmpegCommand');
+    await commands.update(command.id, { resourceCreatedAt: new Date() });
+    this.logger.info({ command_id: command.id }, 'created the missing FfmpegCommand');
     return 'created';
   }
 
   /** Mirrors a command's row into its resource's status; calls for one command are coalesced. */
-  mirror(commandId: string, load: () => Promise<CommandRow | null>, outputs: () => Promise<{ alias: string; fileId: string; fileName: string; sizeBytes: number | null; storageKey: string }[]>): void {
+  mirror(
+    commandId: string,
+    load: () => Promise<CommandRow | null>,
+    outputs: () => Promise<(Omit<FfmpegCommandOutput, 'sizeBytes'> & { sizeBytes: number | null })[]>,
+  ): void {
     if (this.pendingStatus.has(commandId)) return;
     const work = (async () => {
       await new Promise((r) => setTimeout(r, 20));
       this.pendingStatus.delete(commandId);
-      const c = await load();
-      if (!c) return;
-      const end = c.finishedAt ?? new Date();
-      const status: Record<string, unknown> = {
-        phase: c.status === CommandStatus.PREPARED_FFMPEG_COMMAND ? CommandStatus.PROCESSING : c.status,
-        stage: c.processingStage ?? '',
-        currentStep: c.currentStep,
-        jobNames: c.status === CommandStatus.QUEUED ? [] : [jobName(c.id, c.currentStep, c.attempt)],
-        queuedAt: c.createdAt.toISOString(),
-        startedAt: c.startedAt?.toISOString() ?? null,
-        finishedAt: c.finishedAt?.toISOString() ?? null,
-        durationSeconds: Math.round((end.getTime() - c.createdAt.getTime()) / 100) / 10,
-        errorStatus: c.errorStatus ?? '',
-        errorMessage: c.errorMessage ?? '',
+      const command = await load();
+      if (!command) return;
+      const end = command.finishedAt ?? new Date();
+      const status: FfmpegCommandStatus = {
+        phase: command.status === CommandStatus.PREPARED_FFMPEG_COMMAND ? CommandStatus.PROCESSING : command.status,
+        stage: command.processingStage ?? '',
+        currentStep: command.currentStep,
+        jobNames: command.status === CommandStatus.QUEUED ? [] : [jobName(command.id, command.currentStep, command.attempt)],
+        queuedAt: command.createdAt.toISOString(),
+        startedAt: command.startedAt?.toISOString() ?? null,
+        finishedAt: command.finishedAt?.toISOString() ?? null,
+        durationSeconds: Math.round((end.getTime() - command.createdAt.getTime()) / 100) / 10,
+        errorStatus: command.errorStatus ?? '',
+        errorMessage: command.errorMessage ?? '',
         outputs: (await outputs()).map((o) => ({ ...o, sizeBytes: o.sizeBytes ?? 0 })),
       };
       await this.api.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: c.id, body: { status } },
+        { group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: command.id, body: { status } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     })().catch((err) => {
