@@ -2,7 +2,7 @@
 // and a dispatch that turns each stored command into an FfmpegCommand resource. It runs nothing
 // itself: the operator does. Polls and lists are served from the database, never from Kubernetes.
 import type { AddressInfo } from 'node:net';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -14,7 +14,7 @@ import type { Database } from '../core/db/database.ts';
 import { FilesRepo } from '../core/files/files-repo.ts';
 import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import type { Storage } from '../core/storage/storage.ts';
-import { CommandResources } from '../operator/cluster/command-resources.ts';
+import { createFfmpegCommand } from '../core/k8s/ffmpeg-command.ts';
 import { createApp } from './app.ts';
 import { listen } from './listen.ts';
 import { jobEventRoutes } from './routes/job-events.ts';
@@ -37,13 +37,13 @@ export interface ClusterApiOptions {
 export async function startClusterApi(o: ClusterApiOptions): Promise<{ url: string; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
   const accounts = new AccountsRepo(o.database.db);
   const commands = new CommandsRepo(o.database.db);
-  const resources = new CommandResources({ kubeconfig: o.kubeconfig, namespace: o.namespace, logger: o.logger });
+  const customObjects = o.kubeconfig.makeApiClient(CustomObjectsApi);
   const dispatch = (commandId: string) => {
     // The answer does not wait: a resource that fails to appear here is created by the operator's resync.
     void (async () => {
       const row = await commands.findById(commandId);
       if (!row) return;
-      await resources.create(row);
+      await createFfmpegCommand(customObjects, o.namespace, row);
       await commands.update(commandId, { resourceCreatedAt: new Date() });
     })().catch((err) => o.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not create the FfmpegCommand; the operator will'));
   };

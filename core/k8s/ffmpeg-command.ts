@@ -1,9 +1,11 @@
 // The FfmpegCommand resource as crds/ffmpegcommand.yaml defines it: one type for the operator that
 // writes it, the API that creates it and the CRD test that checks the API server agrees.
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import type { CommandRow } from '../commands/commands-repo.ts';
 import type { CommandType } from '../commands/command-status.ts';
 import type { ErrorStatus } from '../commands/error-status.ts';
 import type { ProcessingStage } from '../jobs/step-spec.ts';
+import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from './names.ts';
 
 /** Immutable once created (the CRD refuses changes). */
 export interface FfmpegCommandSpec {
@@ -47,4 +49,33 @@ export interface FfmpegCommandStatus {
 export interface FfmpegCommandObject extends KubernetesObject {
   spec?: FfmpegCommandSpec;
   status?: FfmpegCommandStatus;
+}
+
+/** Creates a command's resource (the API on submit, the operator for rows the API never got to); an existing one is fine. */
+export async function createFfmpegCommand(api: CustomObjectsApi, namespace: string, command: CommandRow): Promise<void> {
+  const body: FfmpegCommandObject = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: {
+      name: command.id,
+      namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.commandId]: command.id, [LABELS.account]: command.accountId },
+    },
+    spec: {
+      commandId: command.id,
+      accountId: command.accountId,
+      environment: command.environmentName,
+      commandType: command.commandType,
+      vcpuCount: command.vcpuCount,
+      maxCommandRunSeconds: command.maxCommandRunSeconds,
+      steps: command.steps.length,
+      isPrivate: command.isPrivate,
+      request: command.originalRequest,
+    },
+  };
+  try {
+    await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, body });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
 }

@@ -7,7 +7,7 @@ import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/command
 import { CommandStatus } from '../../core/commands/command-status.ts';
 import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { jobName } from '../../core/engine/job-backend.ts';
-import type { FfmpegCommandObject, FfmpegCommandOutput, FfmpegCommandStatus } from '../../core/k8s/ffmpeg-command.ts';
+import { createFfmpegCommand, type FfmpegCommandObject, type FfmpegCommandOutput, type FfmpegCommandStatus } from '../../core/k8s/ffmpeg-command.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
 
 export class CommandResources {
@@ -26,32 +26,8 @@ export class CommandResources {
   }
 
   /** Creates the resource of a command; an existing one is fine (idempotent). */
-  async create(command: CommandRow): Promise<void> {
-    const body: FfmpegCommandObject = {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: {
-        name: command.id,
-        namespace: this.namespace,
-        labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.commandId]: command.id, [LABELS.account]: command.accountId },
-      },
-      spec: {
-        commandId: command.id,
-        accountId: command.accountId,
-        environment: command.environmentName,
-        commandType: command.commandType,
-        vcpuCount: command.vcpuCount,
-        maxCommandRunSeconds: command.maxCommandRunSeconds,
-        steps: command.steps.length,
-        isPrivate: command.isPrivate,
-        request: command.originalRequest,
-      },
-    };
-    try {
-      await this.api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, body });
-    } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
-    }
+  create(command: CommandRow): Promise<void> {
+    return createFfmpegCommand(this.api, this.namespace, command);
   }
 
   /** Operator side: lists and watches the resources. */
