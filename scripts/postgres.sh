@@ -6,7 +6,11 @@
 set -euo pipefail
 dir=${FFOP_PG_DIR:-/tmp/ffop-test-pg}
 port=${FFOP_PG_PORT:-55432}
-bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+# The newest installed major version (nullglob: no match leaves the list empty, and bin empty).
+shopt -s nullglob
+bins=(/usr/lib/postgresql/*/bin)
+shopt -u nullglob
+bin=$(printf '%s\n' "${bins[@]}" | sort -V | tail -1)
 [ -n "$bin" ] || { echo "PostgreSQL is not installed (scripts/ensure-system-deps.sh installs it)" >&2; exit 1; }
 
 # PostgreSQL refuses to run as root: run it as the 'postgres' system user then.

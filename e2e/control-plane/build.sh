@@ -160,7 +160,8 @@ install_dir() {
   mv "$from" "$to.partial"
   rm -rf "$to"
   mv "$to.partial" "$to"
-  log "installed $(ls "$to" | tr '\n' ' ')in $to"
+  local entries=("$to"/*)
+  log "installed ${entries[*]##*/} in $to"
 }
 
 start=$SECONDS

@@ -335,6 +335,7 @@ wait_for "kube-controller-manager /healthz" "$KUBECTL" --kubeconfig="$STATE/admi
 if [[ -n "${FFOP_KCP_OWNER_PID:-}" ]]; then
   # Stops the cluster when its owner dies without calling stop.sh (a crashed test run).
   owner="$FFOP_KCP_OWNER_PID"
+  # shellcheck disable=SC2016 # single quotes on purpose: the inner bash expands its own $1 $2 $3
   nohup bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" "$3"' \
     ffop-kcp-watchdog "$owner" "$HERE/stop.sh" "$STATE/" </dev/null >"$LOGS/watchdog.log" 2>&1 &
   echo $! >"$PIDS/watchdog.pid"
