@@ -1,6 +1,7 @@
 // Runs ffmpeg once: confined (core/confine), no shell, own process group, wall-clock timeout,
 // progress from `-progress pipe:1`, and only the tail of stderr kept.
 
+import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnPrepared, type Confinement } from '../confine/confinement.ts';
 import type { ProcessLimits } from '../confine/limits.ts';
@@ -105,7 +106,7 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
         progress.end();
         resolve({
           exitCode: exit.code,
-          signal: exit.signal,
+          signal: exit.signal ?? signalOfWrapperExit(exit.code),
           timedOut,
           aborted,
           seconds: (performance.now() - started) / 1000,
@@ -118,6 +119,16 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
     clearTimeout(graceTimer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * A confined ffmpeg runs under bubblewrap, which outlives it and reports a child killed by a signal as
+ * exit code 128 + the signal's number, as shells do. ffmpeg itself never exits above 128 but with 255.
+ */
+function signalOfWrapperExit(code: number | null): string | null {
+  if (code === null || code <= 128 || code >= 255) return null;
+  const found = Object.entries(constants.signals).find(([, number]) => number === code - 128);
+  return found ? found[0] : null;
 }
 
 /** Keeps the last `capacity` bytes written. */
