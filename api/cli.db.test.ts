@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { openDatabase } from '../core/db/database.ts';
-import { createTestDatabaseUrl } from '../core/db/test-database.ts';
+import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

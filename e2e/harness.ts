@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
-import { createTestDatabaseUrl } from '../core/db/test-database.ts';
+import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
 import { startEmbedded, type EmbeddedService } from '../api/embedded.ts';
 
 const run = promisify(execFile);
@@ -265,7 +265,7 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const close = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');

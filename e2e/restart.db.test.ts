@@ -7,7 +7,7 @@ import { mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabaseUrl } from '../core/db/test-database.ts';
+import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
 import { ApiClient, freePort } from './harness.ts';
 
 const MAIN = fileURLToPath(new URL('../api/main.ts', import.meta.url));
@@ -17,7 +17,7 @@ function startProcess(env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let err = '';
-    child.stderr!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       err += d.toString();
       if (err.includes('listening on')) resolve(child);
     });

@@ -3,7 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { adminClient, startS3Server, type S3Server } from '../core/storage/s3-test-server.ts';
+import { adminClient, startS3Server, type S3Server } from '../core/storage/testing/s3-test-server.ts';
 import { makeClip, probeJson, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
 
 describe('embedded mode with S3 storage', () => {

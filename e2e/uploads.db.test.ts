@@ -1,6 +1,6 @@
 // Direct multipart uploads through presigned part URLs, abort, the 7-day cleanup, quotas, rate limits.
 import { after, before, describe, test } from 'node:test';
-import { testConfinement } from '../core/confine/test-confinement.ts';
+import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import { FileProber } from '../core/media/file-prober.ts';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import { downloadInputs, extractArchive } from './inputs.ts';
-import { startFileServer, stepFailure, stepSpec, zipBuffer, type FileServer } from './test-fixtures.ts';
+import { startFileServer, stepFailure, stepSpec, zipBuffer, type FileServer } from './testing/runner-fixtures.ts';
 
 const noOutputs = [{ alias: 'out_1', fileName: 'out.mp4', kind: 'file' as const, uploadUrl: 'http://127.0.0.1:9/out' }];
 const command = '-i {{in_1}} -i {{in_2}} {{out_1}}';

@@ -10,10 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import { runnerEnvFor } from '../core/confine/set-up.ts';
-import { testConfinement } from '../core/confine/test-confinement.ts';
+import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import { jobName } from '../core/jobs/job-name.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
-import { startFileServer, stepSpec, type FileServer } from './test-fixtures.ts';
+import { startFileServer, stepSpec, type FileServer } from './testing/runner-fixtures.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

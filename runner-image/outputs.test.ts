@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
-import { ffmpeg } from '../core/commands/ffmpeg-test-support.ts';
-import { testConfinement } from '../core/confine/test-confinement.ts';
+import { ffmpeg } from '../core/commands/testing/ffmpeg-test-support.ts';
+import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import type { StepOutput } from '../core/jobs/step-spec.ts';
 import { FileProber } from '../core/media/file-prober.ts';
 import { collectOutputs, listFiles, type CollectOptions } from './outputs.ts';
-import { makeClip, startFileServer, stepFailure, zipEntryNames, type FileServer } from './test-fixtures.ts';
+import { makeClip, startFileServer, stepFailure, zipEntryNames, type FileServer } from './testing/runner-fixtures.ts';
 
 describe('collectOutputs', () => {
   let server: FileServer;

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import { Unconfined } from '../core/confine/confinement.ts';
-import { testConfinement } from '../core/confine/test-confinement.ts';
+import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { runStep, type RunStepOptions } from './run-step.ts';
-import { makeClip, startFileServer, stepSpec, zipBuffer, zipEntryNames, type FileServer } from './test-fixtures.ts';
+import { makeClip, startFileServer, stepSpec, zipBuffer, zipEntryNames, type FileServer } from './testing/runner-fixtures.ts';
 
 type Result = Extract<RunnerEvent, { type: 'result' }>;
 

@@ -5,6 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx --no-install tsc -p tsconfig.build.json
+# An incremental build leaves the output of moved or deleted sources (and of test kits, which are not
+# built) behind: remove every compiled file whose source is gone, so images carry only what is built.
+while IFS= read -r -d '' js; do
+  source_file=${js#dist/}
+  source_file=${source_file%.js}.ts
+  if [ ! -f "$source_file" ] || [[ $source_file == */testing/* ]]; then rm -f "$js" "$js.map"; fi
+done < <(find dist -path dist/node_modules -prune -o -name '*.js' -print0)
 mkdir -p dist/core/db dist/core/confine
 rm -rf dist/core/db/migrations
 cp -r core/db/migrations dist/core/db/migrations

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDatabase } from '../db/database.ts';
-import { createTestDatabaseUrl, testDatabaseKind } from '../db/test-database.ts';
+import { createTestDatabaseUrl, testDatabaseKind } from '../db/testing/test-database.ts';
 import { AccountsRepo } from './accounts-repo.ts';
 import { KEY_CACHE_TTL_MS, watchKeyChanges } from './key-cache.ts';
 import { PlansRepo } from './plans-repo.ts';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'drizzle-orm';
 import { applyMigrations } from '../db/migrate.ts';
 import { accounts } from '../db/schema.ts';
-import { openTestDatabase } from '../db/test-database.ts';
+import { openTestDatabase } from '../db/testing/test-database.ts';
 import { AccountsRepo } from './accounts-repo.ts';
 import { PlansRepo } from './plans-repo.ts';
 import { GB, PlanError, type Plan } from './plans.ts';

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { singleCommandRow } from '../../api/commands/submission.ts';
 import { CommandsRepo } from '../commands/commands-repo.ts';
-import { openTestDatabase } from '../db/test-database.ts';
+import { openTestDatabase } from '../db/testing/test-database.ts';
 import { FilesRepo } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';
 import { AccountsRepo, type Caller } from './accounts-repo.ts';

@@ -50,7 +50,7 @@ export async function safeUnzip(zipPath: string, destDir: string, limits: UnzipL
       zipPath,
       // autoClose off: the entries are read first and extracted after, from the same open file.
       { lazyEntries: true, autoClose: false, validateEntrySizes: true, strictFileNames: true },
-      (err, z) => (err ? rej(new ArchiveRefused(`not a readable zip archive: ${err.message}`)) : res(z!)),
+      (err, z) => (err ? rej(new ArchiveRefused(`not a readable zip archive: ${err.message}`)) : res(z)),
     ),
   );
   try {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { singleCommandRow } from '../../api/commands/submission.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
-import { openTestDatabase } from '../db/test-database.ts';
+import { openTestDatabase } from '../db/testing/test-database.ts';
 import { CommandStatus } from './command-status.ts';
 import { CommandsRepo } from './commands-repo.ts';
 
@@ -25,8 +25,8 @@ async function queueFixture() {
   const submit = async (who: Caller, label: string, vcpus: number, status: CommandStatus = CommandStatus.QUEUED) => {
     const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
     await commands.insert({ ...row, status });
-    labels.set(row.id!, label);
-    return row.id!;
+    labels.set(row.id, label);
+    return row.id;
   };
   const names = (rows: { id: string }[]) => rows.map((r) => labels.get(r.id));
   return { database, commands, plans, a: await caller('A'), b: await caller('B'), submit, names };

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { allowedFilterNames, checkFiltergraph, checkedFilterOptions } from './filter-check.ts';
 import { FILTER_OPTION_ORDER } from './filter-option-order.ts';
-import { ffmpegStdout, inBatches } from './ffmpeg-test-support.ts';
+import { ffmpegStdout, inBatches } from './testing/ffmpeg-test-support.ts';
 import { CommandRejected } from './parsed-command.ts';
 import { markPlaceholders } from './placeholders.ts';
 

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FILTER_OPTION_ORDER, KeylessValueError, optionNames } from './filter-option-order.ts';
 import type { FilterArg } from './filtergraph.ts';
-import { ffmpeg, ffmpegStdout, inBatches, loggedSettings } from './ffmpeg-test-support.ts';
+import { ffmpeg, ffmpegStdout, inBatches, loggedSettings } from './testing/ffmpeg-test-support.ts';
 
 const FILTERS = Object.keys(FILTER_OPTION_ORDER);
 const args = (...keys: (string | undefined)[]): FilterArg[] => keys.map((key) => ({ key, value: 'v' }));

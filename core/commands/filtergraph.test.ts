@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FILTER_OPTION_ORDER, optionNames } from './filter-option-order.ts';
-import { ffmpeg, inBatches, loggedSettings, makeMediaFixtures } from './ffmpeg-test-support.ts';
+import { ffmpeg, inBatches, loggedSettings, makeMediaFixtures } from './testing/ffmpeg-test-support.ts';
 import { parseFiltergraph } from './filtergraph.ts';
 import type { ParsedGraph } from './filtergraph.ts';
 import { markPlaceholders } from './placeholders.ts';

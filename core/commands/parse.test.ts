@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildFfmpegArgv } from '../media/ffmpeg-args.ts';
-import { makeMediaFixtures } from './ffmpeg-test-support.ts';
+import { makeMediaFixtures } from './testing/ffmpeg-test-support.ts';
 import { parseFfmpegCommand } from './parse.ts';
 import type { ParseOptions } from './parse.ts';
 import { BITSTREAM_FILTERS, INPUT_FORMATS, OPTION_TABLE, OUTPUT_FORMATS } from './option-table.ts';

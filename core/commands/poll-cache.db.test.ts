@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { singleCommandRow } from '../../api/commands/submission.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { openDatabase, type Database } from '../db/database.ts';
-import { createTestDatabaseUrl, testDatabaseKind } from '../db/test-database.ts';
+import { createTestDatabaseUrl, testDatabaseKind } from '../db/testing/test-database.ts';
 import { FilesRepo, type NewFileRow } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';
 import { CommandsRepo } from './commands-repo.ts';
@@ -38,7 +38,7 @@ async function pollFixture() {
       is_private: false,
     });
     await commands.insert(row);
-    return row.id!;
+    return row.id;
   };
   const output = (commandId: string, alias: string, createdAt = new Date()): NewFileRow => ({
     id: randomUUID(), accountId: owner.account.id, environmentName: 'main', commandId, alias, serviceStoreType: StoreType.OUTPUT,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ffmpeg, inBatches, loggedSettings, makeMediaFixtures } from './ffmpeg-test-support.ts';
+import { ffmpeg, inBatches, loggedSettings, makeMediaFixtures } from './testing/ffmpeg-test-support.ts';
 import { parseFiltergraph } from './filtergraph.ts';
 import type { Arg, TemplatePart } from './parsed-command.ts';
 import { markIndex, markPlaceholders, splitPlaceholders } from './placeholders.ts';

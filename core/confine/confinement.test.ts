@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { BwrapConfinement, spawnPrepared, Unconfined, type Confinement } from './confinement.ts';
 import { handOver } from './hand-over.ts';
 import type { ProcessLimits } from './limits.ts';
-import { testConfinement } from './test-confinement.ts';
+import { testConfinement } from './testing/test-confinement.ts';
 
 const LIMITS: ProcessLimits = { memoryBytes: 2 * 1024 ** 3, cpuSeconds: 60, fileSizeBytes: 100 * 1024 ** 2, openFiles: 256, processes: 256 };
 

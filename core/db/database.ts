@@ -47,7 +47,7 @@ function openPostgres(url: string): Database {
   // onnotice: migrations' "already exists" notices are noise.
   const client = postgres(url, { max: 10, onnotice: () => {} });
   return {
-    db: drizzlePostgres(client, { schema }) as unknown as Db,
+    db: drizzlePostgres(client, { schema }),
     driver: 'postgres',
     listen: async (channel, onNotify, onResync) => {
       const { unlisten } = await client.listen(channel, onNotify, onResync);

@@ -39,5 +39,5 @@ export async function applyMigrations(db: Db): Promise<string[]> {
 /** postgres.js returns an array of rows, PGlite an object with `rows`. */
 export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result)) return result as T[];
-  return ((result as { rows?: T[] }).rows ?? []) as T[];
+  return ((result as { rows?: T[] }).rows ?? []);
 }

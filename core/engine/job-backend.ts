@@ -1,5 +1,5 @@
 // How a command step runs: as a Kubernetes Job (cluster mode) or a child process (embedded mode).
-// The reconciler talks only to this interface; both backends pass core/engine/job-backend-contract.ts.
+// The reconciler talks only to this interface; both backends pass core/engine/testing/job-backend-contract.ts.
 import type { RunnerEvent, StepSpec } from '../jobs/step-spec.ts';
 
 import type { JobRef } from '../jobs/job-name.ts';

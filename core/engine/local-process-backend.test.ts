@@ -8,7 +8,7 @@ import { serve } from '@hono/node-server';
 import { createLogger } from '../logger.ts';
 import { LocalStorage } from '../storage/local-storage.ts';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
-import { collector, jobBackendContract, spec } from './job-backend-contract.ts';
+import { collector, jobBackendContract, spec } from './testing/job-backend-contract.ts';
 import { LocalProcessBackend } from './local-process-backend.ts';
 
 /** A local backend with a local storage served over HTTP, in a folder of its own. */

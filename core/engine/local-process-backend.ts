@@ -111,12 +111,12 @@ export class LocalProcessBackend implements JobBackend {
     const runner: RunnerProcess = { child, stderrTail: '', startError: null, job: null, jobsTaken: 0 };
     if (uid !== undefined) child.once('close', () => this.opts.uids?.release(uid));
     child.once('error', (err) => (runner.startError = err));
-    child.stdin!.on('error', () => {}); // a runner that dies early closes its stdin; the exit handler reports it
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stdin.on('error', () => {}); // a runner that dies early closes its stdin; the exit handler reports it
+    child.stderr.on('data', (chunk: Buffer) => {
       runner.stderrTail = (runner.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     });
     // One reader for the runner's life: each line belongs to the job it works on at that moment.
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       const job = runner.job;
       if (job === null) return;
       let event: RunnerEvent;

@@ -9,7 +9,7 @@ import { chainRow, singleCommandRow } from '../../api/commands/submission.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
 import { CommandsRepo, type CommandRow } from '../commands/commands-repo.ts';
-import { openTestDatabase } from '../db/test-database.ts';
+import { openTestDatabase } from '../db/testing/test-database.ts';
 import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { createLogger } from '../logger.ts';
 import { unknownMedia } from '../media/unknown-media.ts';
@@ -102,7 +102,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
     const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
     await commands.insert(row);
-    return row.id!;
+    return row.id;
   };
   /** Waits until the command's row satisfies `check` (events are applied asynchronously). */
   const eventually = async (id: string, check: (row: CommandRow) => boolean): Promise<CommandRow> => {
@@ -196,7 +196,7 @@ test('a chain moves to its next step with the earlier outputs stored', async () 
       is_private: false,
     });
     await f.commands.insert(row);
-    const id = row.id!;
+    const id = row.id;
     await f.reconciler.reconcileOnce();
     f.backend.succeed(f.backend.lastFor(id));
     await f.eventually(id, (r) => r.currentStep === 1);
@@ -299,8 +299,8 @@ test('a playlist whose files cannot be unpacked fails OUTPUT_UPLOAD_FAILED, nami
     });
     await f.commands.insert(row);
     await f.reconciler.reconcileOnce();
-    f.backend.succeed(f.backend.lastFor(row.id!)); // a "success" that never uploaded the playlist's zip
-    const failed = await f.eventually(row.id!, (r) => r.status === 'FAILED');
+    f.backend.succeed(f.backend.lastFor(row.id)); // a "success" that never uploaded the playlist's zip
+    const failed = await f.eventually(row.id, (r) => r.status === 'FAILED');
     assert.equal(failed.errorStatus, 'OUTPUT_UPLOAD_FAILED');
     assert.match(failed.errorMessage!, /could not store the playlist out_playlist_hls/);
   } finally {

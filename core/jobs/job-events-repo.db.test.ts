@@ -1,7 +1,7 @@
 // A stored runner event is notified on its channel, so the operator reads it at once (migration 0004).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openTestDatabase } from '../db/test-database.ts';
+import { openTestDatabase } from '../db/testing/test-database.ts';
 import { JOB_EVENT_CHANNEL, JobEventsRepo } from './job-events-repo.ts';
 
 test('storing a runner event notifies the job event channel', async () => {

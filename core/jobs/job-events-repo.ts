@@ -19,7 +19,7 @@ export class JobEventsRepo {
   }
 
   async append(jobName: string, event: RunnerEvent): Promise<void> {
-    await this.db.insert(jobEvents).values({ jobName, event: event as unknown as Record<string, unknown> });
+    await this.db.insert(jobEvents).values({ jobName, event: event });
   }
 
   async after(id: number, limit = 500): Promise<StoredJobEvent[]> {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { probeMedia as probeConfined, mediaInfoFromProbe, type ProbeOptions } from './probe.ts';
 import { handOver } from '../confine/hand-over.ts';
-import { testConfinement } from '../confine/test-confinement.ts';
+import { testConfinement } from '../confine/testing/test-confinement.ts';
 import { contentTypeForFileName } from './mime.ts';
 
 const exec = promisify(execFile);

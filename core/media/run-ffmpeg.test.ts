@@ -9,7 +9,7 @@ import { runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
 import { probeMedia } from './probe.ts';
 import { Unconfined } from '../confine/confinement.ts';
 import { handOver } from '../confine/hand-over.ts';
-import { testConfinement } from '../confine/test-confinement.ts';
+import { testConfinement } from '../confine/testing/test-confinement.ts';
 
 // These tests are about runFfmpeg itself (process groups, timeouts, progress); the sandbox has tests of
 // its own (core/confine). Those that look at host pids run unconfined, the others confined.

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
-import { inChunks, readAll, storageContract } from './contract.ts';
+import { inChunks, readAll, storageContract } from './testing/storage-contract.ts';
 import { LocalStorage } from './local-storage.ts';
 
 const SIGNING_KEY = 'test-signing-key-0123456789abcdef';
@@ -349,7 +349,7 @@ describe('local storage: files on disk', () => {
 });
 
 describe('local storage: multipart uploads', () => {
-  let now = Date.parse('2030-01-01T00:00:00Z');
+  const now = Date.parse('2030-01-01T00:00:00Z');
   let fx: LocalFixture;
   before(async () => {
     fx = await startLocal({ clock: () => now, maxPartBytes: 200_000 });

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Client } from 'minio';
-import { storageContract } from './contract.ts';
+import { storageContract } from './testing/storage-contract.ts';
 import { S3Storage } from './s3-storage.ts';
-import { adminClient, startS3Server, type S3Server, type S3Settings } from './s3-test-server.ts';
+import { adminClient, startS3Server, type S3Server, type S3Settings } from './testing/s3-test-server.ts';
 
 /**
  * Empties and removes a test bucket, unfinished uploads included. Objects go through

@@ -14,7 +14,7 @@ export interface ObjectInfo {
 /**
  * Object storage for media. Keys are relative, '/'-separated, and end in the file's name so that
  * every URL the service hands out ends in the file name (the spec requires it for inputs).
- * Backends: local folder (embedded mode) and S3. Every backend passes core/storage/contract.ts.
+ * Backends: local folder (embedded mode) and S3. Every backend passes core/storage/testing/storage-contract.ts.
  */
 export interface Storage {
   /** Stores a stream of known size. Replaces an existing object atomically. */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawnPrepared, Unconfined, type Confinement } from '../../core/confine/confinement.ts';
 import { handOver } from '../../core/confine/hand-over.ts';
-import { testConfinement } from '../../core/confine/test-confinement.ts';
+import { testConfinement } from '../../core/confine/testing/test-confinement.ts';
 import { median } from './stats.ts';
 
 const runs = Number(process.argv[2] ?? 20);

@@ -180,9 +180,9 @@ describe('cluster mode', () => {
       is_private: false,
     });
     await new CommandsRepo(svc.database.db).insert(row); // stored, never dispatched
-    const { record } = await svc.client().waitForEnd(row.id!, 60_000);
+    const { record } = await svc.client().waitForEnd(row.id, 60_000);
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
-    const obj: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: row.id! });
+    const obj: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: row.id });
     assert.equal(obj.spec.commandId, row.id);
   });
 

@@ -1,9 +1,9 @@
-// The job-backend contract (core/engine/job-backend-contract.ts) against Kubernetes Jobs on a real
+// The job-backend contract (core/engine/testing/job-backend-contract.ts) against Kubernetes Jobs on a real
 // control plane, with the operator's ServiceAccount and the runner reporting through the API.
 import { createLogger } from '../../core/logger.ts';
 import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { KubernetesBackend } from '../../operator/kubernetes-backend.ts';
-import { jobBackendContract } from '../../core/engine/job-backend-contract.ts';
+import { jobBackendContract } from '../../core/engine/testing/job-backend-contract.ts';
 import { startClusterService } from './service-fixture.ts';
 
 jobBackendContract('Kubernetes Jobs', async () => {

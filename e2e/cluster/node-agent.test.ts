@@ -219,7 +219,7 @@ describe('node agent (kubelet stand-in) on a real control plane', () => {
     const renewTime = async () => {
       const lease = await coordination.readNamespacedLease({ name: NODE_NAME, namespace: NODE_LEASE_NAMESPACE });
       assert.equal(lease.spec?.holderIdentity, NODE_NAME);
-      return new Date(lease.spec!.renewTime!).getTime();
+      return new Date(lease.spec.renewTime!).getTime();
     };
     const first = await renewTime();
     await waitFor('the Lease to be renewed', async () => (await renewTime()) > first || undefined);

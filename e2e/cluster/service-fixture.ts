@@ -4,7 +4,7 @@
 // ServiceAccount with exactly the manifests' permissions. Storage is a local folder served by the
 // API (every "pod" runs on this machine); real clusters use S3.
 import { randomBytes } from 'node:crypto';
-import { testConfinement } from '../../core/confine/test-confinement.ts';
+import { testConfinement } from '../../core/confine/testing/test-confinement.ts';
 import { FileProber } from '../../core/media/file-prober.ts';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startClusterApi } from '../../api/cluster-api.ts';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
-import { createTestDatabaseUrl } from '../../core/db/test-database.ts';
+import { createTestDatabaseUrl } from '../../core/db/testing/test-database.ts';
 import { RUNNER_CONTAINER, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
 import { createLogger } from '../../core/logger.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';

@@ -12,7 +12,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adminClient } from '../../core/storage/s3-test-server.ts';
+import { adminClient } from '../../core/storage/testing/s3-test-server.ts';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
 import { ApiClient } from '../harness.ts';

@@ -44,7 +44,7 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
   const spec = (now: Date, prev?: V1Lease) => ({
     holderIdentity: o.identity,
     leaseDurationSeconds: leaseSeconds,
-    acquireTime: microTime(prev?.spec?.holderIdentity === o.identity && prev.spec.acquireTime ? new Date(prev.spec.acquireTime as unknown as string) : now),
+    acquireTime: microTime(prev?.spec?.holderIdentity === o.identity && prev.spec.acquireTime ? new Date(prev.spec.acquireTime) : now),
     renewTime: microTime(now),
     leaseTransitions: (prev?.spec?.leaseTransitions ?? 0) + (prev?.spec?.holderIdentity === o.identity ? 0 : 1),
   });
@@ -62,7 +62,7 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
       return true;
     }
     const holder = lease.spec?.holderIdentity;
-    const renewed = lease.spec?.renewTime ? new Date(lease.spec.renewTime as unknown as string).getTime() : 0;
+    const renewed = lease.spec?.renewTime ? new Date(lease.spec.renewTime).getTime() : 0;
     const expired = renewed + (lease.spec?.leaseDurationSeconds ?? leaseSeconds) * 1000 < now.getTime();
     if (holder !== o.identity && !expired) return false;
     // resourceVersion makes this a compare-and-swap: of two replicas racing, one gets 409.

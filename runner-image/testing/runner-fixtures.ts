@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import yauzl from 'yauzl';
 import yazl from 'yazl';
-import { parseFfmpegCommand } from '../core/commands/parse.ts';
-import type { StepInput, StepOutput, StepSpec } from '../core/jobs/step-spec.ts';
-import { StepFailure } from './step-failure.ts';
+import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import type { StepInput, StepOutput, StepSpec } from '../../core/jobs/step-spec.ts';
+import { StepFailure } from '../step-failure.ts';
 
 const run = promisify(execFile);
 

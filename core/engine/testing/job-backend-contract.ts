@@ -4,10 +4,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { RunnerEvent, StepSpec } from '../jobs/step-spec.ts';
-import type { Storage } from '../storage/storage.ts';
-import { parseFfmpegCommand } from '../commands/parse.ts';
-import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
+import type { RunnerEvent, StepSpec } from '../../jobs/step-spec.ts';
+import type { Storage } from '../../storage/storage.ts';
+import { parseFfmpegCommand } from '../../commands/parse.ts';
+import { jobName, type JobBackend, type JobRef } from '../job-backend.ts';
 
 export interface BackendFixture {
   backend: JobBackend;
@@ -27,7 +27,7 @@ export function collector(backend: JobBackend) {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const r = of(name).find((e) => e.type === 'result');
-      if (r) return r as Extract<RunnerEvent, { type: 'result' }>;
+      if (r) return r;
       if (Date.now() > deadline) throw new Error(`no result for ${name}; events: ${JSON.stringify(of(name))}`);
       await new Promise<void>((res) => {
         waiters.push(res);

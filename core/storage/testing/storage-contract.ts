@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import type { Storage } from './storage.ts';
-import { MultipartError, StorageNotFound } from './storage.ts';
+import type { Storage } from '../storage.ts';
+import { MultipartError, StorageNotFound } from '../storage.ts';
 
 export interface ContractBackend {
   storage: Storage;
@@ -322,7 +322,7 @@ export function storageContract(
         assert.equal(res.status, 200, `part ${partNumber}: ${body}`);
         const etag = res.headers.get('etag');
         assert.equal(etag, `"${md5Hex(data)}"`);
-        return etag as string;
+        return etag;
       }
 
       /** Three parts: two of the minimum size and a shorter last one. */

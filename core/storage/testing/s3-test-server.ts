@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from 'minio';
 
-const SCRIPT = fileURLToPath(new URL('../../scripts/versitygw.sh', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../../../scripts/versitygw.sh', import.meta.url));
 const run = promisify(execFile);
 
 export interface S3Settings {

@@ -3,9 +3,9 @@
 // own, well away from the service's default range.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Confinement } from './confinement.ts';
-import { isRoot, setUpConfinement } from './set-up.ts';
-import { UidPool } from './uid-pool.ts';
+import type { Confinement } from '../confinement.ts';
+import { isRoot, setUpConfinement } from '../set-up.ts';
+import { UidPool } from '../uid-pool.ts';
 
 export interface TestConfinement {
   confinement: Confinement;

@@ -3,7 +3,7 @@
 // database tests once each way.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { openDatabase, type Database } from './database.ts';
+import { openDatabase, type Database } from '../database.ts';
 
 export function testDatabaseKind(): 'postgres' | 'pglite' {
   return process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres') ? 'postgres' : 'pglite';
