@@ -24,7 +24,7 @@ export interface ClusterApiOptions {
   namespace: string;
   database: Database;
   storage: Storage;
-  storageRoutes?: Hono<any>;
+  storageRoutes?: Hono;
   logger: Logger;
   tokenSecret: string;
   host: string;

@@ -110,8 +110,8 @@ function tolerations(env: Env, name: string): Toleration[] | undefined {
         throw new Error(`${at}.${field} must be ${field === 'tolerationSeconds' ? 'an integer' : 'a string'}, got ${JSON.stringify(v)}`);
       }
     }
-    if (t.operator !== undefined && !OPERATORS.includes(t.operator as string)) throw new Error(`${at}.operator must be one of ${OPERATORS.join(', ')}, got "${t.operator}"`);
-    if (t.effect !== undefined && t.effect !== '' && !EFFECTS.includes(t.effect as string)) throw new Error(`${at}.effect must be one of ${EFFECTS.join(', ')}, got "${t.effect}"`);
+    if (t.operator !== undefined && !OPERATORS.includes(t.operator as string)) throw new Error(`${at}.operator must be one of ${OPERATORS.join(', ')}, got ${JSON.stringify(t.operator)}`);
+    if (t.effect !== undefined && t.effect !== '' && !EFFECTS.includes(t.effect as string)) throw new Error(`${at}.effect must be one of ${EFFECTS.join(', ')}, got ${JSON.stringify(t.effect)}`);
   });
   return value as Toleration[];
 }

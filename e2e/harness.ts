@@ -4,7 +4,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
@@ -45,7 +45,7 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
   const dir = await mkdtemp(join(tmpdir(), 'ffop-media-'));
   await populate(dir);
   const requests: string[] = [];
-  const server: Server = createServer(async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     requests.push(req.url ?? '');
     const redirectTo = new URL(req.url ?? '/', 'http://x').searchParams.get('redirect_to');
     if (redirectTo) return void res.writeHead(302, { location: redirectTo }).end();
@@ -54,22 +54,21 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
     if (slow) path = path.slice('/slow'.length);
     const file = normalize(join(dir, path));
     if (!file.startsWith(dir + '/')) return void res.writeHead(400).end();
-    try {
-      const s = await stat(file);
-      res.writeHead(200, { 'content-length': s.size, 'content-type': 'application/octet-stream' });
-      if (!slow) return void createReadStream(file).pipe(res);
-      // Trickles the file over about 3 s: long enough to act on a download in progress.
-      const data = await readFile(file);
-      const step = Math.ceil(data.length / 30);
-      for (let i = 0; i < data.length && !res.destroyed; i += step) {
-        res.write(data.subarray(i, i + step));
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      res.end();
-    } catch {
-      res.writeHead(404).end('not found');
+    const size = await stat(file).then((s) => s.size, () => null);
+    if (size === null) return void res.writeHead(404).end('not found');
+    res.writeHead(200, { 'content-length': size, 'content-type': 'application/octet-stream' });
+    if (!slow) return void createReadStream(file).pipe(res);
+    // Trickles the file over about 3 s: long enough to act on a download in progress.
+    const data = await readFile(file);
+    const step = Math.ceil(data.length / 30);
+    for (let i = 0; i < data.length && !res.destroyed; i += step) {
+      res.write(data.subarray(i, i + step));
+      await new Promise((r) => setTimeout(r, 100));
     }
-  });
+    res.end();
+  };
+  // A malformed path or a failed read ends that one answer, never the test process.
+  const server: Server = createServer((req, res) => void answer(req, res).catch(() => (res.headersSent ? res.destroy() : res.writeHead(400).end())));
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
   return {

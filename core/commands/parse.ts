@@ -14,7 +14,10 @@ import {
   formatRefusal,
   optionFitsFile,
 } from './option-table.ts';
-import type { OptionSpec } from './option-table.ts';
+import type { OptionSpec, ValueKind } from './option-table.ts';
+
+/** Kinds of option values that hold no file and no placeholder. */
+type PlainValueKind = Exclude<ValueKind, 'outputFile' | 'inputFile' | 'text' | 'filtergraph' | 'none'>;
 import { CommandRejected } from './parsed-command.ts';
 import type { Arg, ParsedCommand, ParsedInput, ParsedOutput, Quoting, TemplatePart } from './parsed-command.ts';
 import {
@@ -137,14 +140,14 @@ class CommandSorter {
         reason ? `option -${base} is not allowed (${reason})` : `option -${base} is unknown or not supported`,
       );
     }
-    if (!/^[A-Za-z0-9_:#.\-]*$/.test(specifier)) {
+    if (!/^[A-Za-z0-9_:#.-]*$/.test(specifier)) {
       throw new CommandRejected(`option ${token} has an invalid stream specifier`);
     }
     const args: Arg[] = [token];
     if (spec.value !== 'none') args.push(this.checkValue(spec, token, nextValue(token)));
     // ffmpeg matches format names case-insensitively and -f takes no stream specifier; writing it
     // as plain `-f name` lets the argument builder recognise formats such as concat.
-    if (spec.value === 'format') args.splice(0, 2, '-f', String(args[1]).toLowerCase());
+    if (spec.value === 'format') args.splice(0, 2, '-f', (args[1] as string).toLowerCase()); // plain values are strings
     if (spec.scope === 'global') this.globals.push(...args);
     else this.pending.push({ spec, token, args });
   }
@@ -163,47 +166,23 @@ class CommandSorter {
         return this.textArg(pieces);
       case 'filtergraph':
         return this.graphArg(pieces, token);
-    }
-    if (pieces.some((piece) => typeof piece !== 'string')) {
-      throw new CommandRejected(
-        `${token} does not take a placeholder; placeholders stand for files: after -i, as outputs, in filter options and text values`,
-      );
-    }
-    switch (spec.value) {
       case 'codec':
-        if (!/^[A-Za-z0-9_\-]+$/.test(value)) throw new CommandRejected(`${token} "${clip(value)}" is not a codec name`);
-        return value;
       case 'format':
-        if (!/^[A-Za-z0-9_]+$/.test(value)) throw new CommandRejected(`${token} "${clip(value)}" is not a format name`);
-        return value;
       case 'relativeFile':
-        return checkRelativeFile(value, token, { role: 'option' });
       case 'plainName':
-        return checkRelativeFile(value, token, { role: 'option', plainName: true });
       case 'encoderParams':
-        checkEncoderParams(spec.name, token, value);
-        return value;
       case 'bsfList':
-        checkBitstreamFilters(token, value);
-        return value;
-      case 'muxer': {
-        const refusal = /^[A-Za-z0-9_]+$/.test(value) ? formatRefusal(value.toLowerCase(), 'output') : 'it is not a format name';
-        if (refusal) throw new CommandRejected(`${token} ${clip(value)} is not allowed (${refusal})`);
-        return value;
-      }
+      case 'muxer':
       case 'streamMap':
-        // hls names playlists and segments after these names (%v), so they must not hold paths.
-        if (!/^[A-Za-z0-9_:, ]*$/.test(value)) {
-          throw new CommandRejected(`${token}: only letters, digits, spaces and "_:," are allowed`);
-        }
-        return value;
       case 'patternType':
-        if (!PATTERN_TYPES.has(value)) {
-          throw new CommandRejected(`${token} "${clip(value)}" is not allowed; use one of: ${[...PATTERN_TYPES].join(', ')}`);
+        if (pieces.some((piece) => typeof piece !== 'string')) {
+          throw new CommandRejected(
+            `${token} does not take a placeholder; placeholders stand for files: after -i, as outputs, in filter options and text values`,
+          );
         }
-        return value;
-      default:
-        return value;
+        return checkPlainValue(spec, spec.value, token, value);
+      case 'none':
+        throw new Error(`${token} takes no value`); // never asked: parseOption checks first
     }
   }
 
@@ -218,8 +197,8 @@ class CommandSorter {
         throw new CommandRejected(`option ${token} applies to ${fits}, but it is given for ${fileLabel}`);
       }
       // ffmpeg keeps the last value of a repeated option.
-      if (spec.value === 'format') format = String(args[1]);
-      if (spec.value === 'patternType') patternType = String(args[1]);
+      if (spec.value === 'format') format = args[1] as string; // plain values are strings (checkPlainValue)
+      if (spec.value === 'patternType') patternType = args[1] as string;
       options.push(...args);
     }
     this.pending = [];
@@ -359,7 +338,7 @@ function wholeOrNone(pieces: ArgPiece[], where: string, role: FileRole): string 
         `a file is a placeholder alone, such as ${example}, or a relative name, not both`,
     );
   }
-  return pieces.join('');
+  return (pieces as string[]).join('');
 }
 
 function undeclaredMessage(alias: string): string {
@@ -386,7 +365,7 @@ function checkEncoderParams(optionName: string, token: string, value: string): v
 }
 
 function checkBitstreamFilters(token: string, value: string): void {
-  if (!/^[A-Za-z0-9_,=:.+\-]+$/.test(value)) {
+  if (!/^[A-Za-z0-9_,=:.+-]+$/.test(value)) {
     throw new CommandRejected(`${token}: only letters, digits and "_,=:.+-" are allowed`);
   }
   for (const item of value.split(',')) {
@@ -394,5 +373,43 @@ function checkBitstreamFilters(token: string, value: string): void {
     if (!BITSTREAM_FILTERS.has(name)) {
       throw new CommandRejected(`${token}: bitstream filter "${clip(name)}" is unknown or not allowed`);
     }
+  }
+}
+
+/** Values that are names or numbers, never files: each kind has its own rule. */
+function checkPlainValue(spec: OptionSpec, kind: PlainValueKind, token: string, value: string): string {
+  switch (kind) {
+    case 'codec':
+      if (!/^[A-Za-z0-9_-]+$/.test(value)) throw new CommandRejected(`${token} "${clip(value)}" is not a codec name`);
+      return value;
+    case 'format':
+      if (!/^[A-Za-z0-9_]+$/.test(value)) throw new CommandRejected(`${token} "${clip(value)}" is not a format name`);
+      return value;
+    case 'relativeFile':
+      return checkRelativeFile(value, token, { role: 'option' });
+    case 'plainName':
+      return checkRelativeFile(value, token, { role: 'option', plainName: true });
+    case 'encoderParams':
+      checkEncoderParams(spec.name, token, value);
+      return value;
+    case 'bsfList':
+      checkBitstreamFilters(token, value);
+      return value;
+    case 'muxer': {
+      const refusal = /^[A-Za-z0-9_]+$/.test(value) ? formatRefusal(value.toLowerCase(), 'output') : 'it is not a format name';
+      if (refusal) throw new CommandRejected(`${token} ${clip(value)} is not allowed (${refusal})`);
+      return value;
+    }
+    case 'streamMap':
+      // hls names playlists and segments after these names (%v), so they must not hold paths.
+      if (!/^[A-Za-z0-9_:, ]*$/.test(value)) {
+        throw new CommandRejected(`${token}: only letters, digits, spaces and "_:," are allowed`);
+      }
+      return value;
+    case 'patternType':
+      if (!PATTERN_TYPES.has(value)) {
+        throw new CommandRejected(`${token} "${clip(value)}" is not allowed; use one of: ${[...PATTERN_TYPES].join(', ')}`);
+      }
+      return value;
   }
 }

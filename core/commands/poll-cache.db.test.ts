@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { singleCommandRow } from '../../api/commands/submission.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
-import { openDatabase, type Database } from '../db/database.ts';
+import { openDatabase } from '../db/database.ts';
 import { createTestDatabaseUrl, testDatabaseKind } from '../db/testing/test-database.ts';
 import { FilesRepo, type NewFileRow } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';

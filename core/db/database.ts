@@ -50,8 +50,8 @@ function openPostgres(url: string): Database {
     db: drizzlePostgres(client, { schema }),
     driver: 'postgres',
     listen: async (channel, onNotify, onResync) => {
-      const { unlisten } = await client.listen(channel, onNotify, onResync);
-      return unlisten;
+      const subscription = await client.listen(channel, onNotify, onResync);
+      return () => subscription.unlisten();
     },
     close: () => client.end({ timeout: 5 }),
   };

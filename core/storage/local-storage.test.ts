@@ -35,8 +35,8 @@ interface LocalOptions {
 
 async function startLocal(opts: LocalOptions = {}): Promise<LocalFixture> {
   const root = await mkdtemp(join(tmpdir(), 'local-storage-'));
-  let app: Hono | undefined;
-  const server = serve({ fetch: (req, env) => app!.fetch(req, env), port: 0, hostname: '127.0.0.1' }) as Server;
+  const app = new Hono(); // routes are added once the storage exists
+  const server = serve({ fetch: (req, env) => app.fetch(req, env), port: 0, hostname: '127.0.0.1' }) as Server;
   if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const storage = new LocalStorage({
@@ -46,7 +46,6 @@ async function startLocal(opts: LocalOptions = {}): Promise<LocalFixture> {
     clock: opts.clock,
     minPartBytes: TEST_MIN_PART_BYTES,
   });
-  app = new Hono();
   app.route('/', storageFilesRoutes(storage, {
     maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024,
     maxPartBytes: opts.maxPartBytes,

@@ -314,8 +314,8 @@ export class LocalStorage implements Storage {
 
   async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number, partBytes: number): Promise<string> {
     if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) throw new MultipartError('upload not found');
-    if (!isValidPartNumber(partNumber)) throw new RangeError(`part number must be an integer in 1..10000, got ${partNumber}`);
-    if (!isValidPartBytes(partBytes)) throw new RangeError(`part size must be an integer in 0..5 GiB, got ${partBytes}`);
+    if (!isValidPartNumber(partNumber)) throw new RangeError(`part number must be an integer in 1..10000, got ${String(partNumber)}`);
+    if (!isValidPartBytes(partBytes)) throw new RangeError(`part size must be an integer in 0..5 GiB, got ${String(partBytes)}`);
     return this.#presign('PUT', key, ttlSeconds, { uploadId, partNumber, partSize: partBytes });
   }
 
@@ -324,7 +324,7 @@ export class LocalStorage implements Storage {
    * upload of the same part. Rejects with MultipartError when the upload of `key` does not exist.
    */
   async receivePart(key: string, uploadId: string, partNumber: number, body: Readable, size: number): Promise<string> {
-    if (!isValidPartNumber(partNumber)) throw new RangeError(`invalid part number ${partNumber}`);
+    if (!isValidPartNumber(partNumber)) throw new RangeError(`invalid part number ${String(partNumber)}`);
     if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid size ${size}`);
     if ((await this.#readUpload(key, uploadId)) === null) throw new MultipartError('upload not found');
     const dir = join(this.#uploadsDir, uploadId);
@@ -408,7 +408,7 @@ export class LocalStorage implements Storage {
     if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) return null;
     let record: { key?: unknown; contentType?: unknown; createdAt?: unknown };
     try {
-      record = JSON.parse(await readFile(join(this.#uploadsDir, uploadId, UPLOAD_RECORD), 'utf8'));
+      record = JSON.parse(await readFile(join(this.#uploadsDir, uploadId, UPLOAD_RECORD), 'utf8')) as typeof record;
     } catch (err) {
       if (isMissing(err) || err instanceof SyntaxError) return null;
       throw err;

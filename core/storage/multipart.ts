@@ -27,45 +27,45 @@ export function normalizeEtag(etag: string): string {
  * Checks a completion request against the parts actually uploaded; returns those parts in order.
  * Throws MultipartError naming the first offending part.
  */
-export function checkCompletion(
-  requested: readonly { partNumber: number; etag: string }[],
-  uploaded: readonly UploadedPart[],
-  minPartBytes: number,
-): UploadedPart[] {
-  if (!Array.isArray(requested) || requested.length === 0) throw new MultipartError('at least one part must be listed');
-  if (requested.length > MAX_PART_NUMBER) throw new MultipartError(`at most ${MAX_PART_NUMBER} parts can be listed`);
-  for (const [index, part] of requested.entries()) {
-    if (!isValidPartNumber(part?.partNumber)) {
-      throw new MultipartError(`invalid part number ${JSON.stringify(part?.partNumber)}`);
-    }
-    if (typeof part.etag !== 'string') throw new MultipartError(`part ${part.partNumber} has no ETag`);
-    const previous = requested[index - 1];
-    if (previous !== undefined && part.partNumber === previous.partNumber) {
-      throw new MultipartError(`part ${part.partNumber} is listed twice`);
-    }
-    if (previous !== undefined && part.partNumber < previous.partNumber) {
-      throw new MultipartError(`parts must be listed in order: part ${part.partNumber} after part ${previous.partNumber}`);
-    }
-  }
-  // Strictly increasing from here on, so the first gap is where the number runs ahead of the index.
-  for (const [index, part] of requested.entries()) {
-    if (part.partNumber !== index + 1) throw new MultipartError(`part ${index + 1} is missing`);
-  }
-
+export function checkCompletion(requested: unknown, uploaded: readonly UploadedPart[], minPartBytes: number): UploadedPart[] {
+  const listed = listedParts(requested);
   const byNumber = new Map(uploaded.map((part) => [part.partNumber, part]));
   const parts: UploadedPart[] = [];
-  for (const [index, part] of requested.entries()) {
+  for (const [index, part] of listed.entries()) {
     const stored = byNumber.get(part.partNumber);
     if (stored === undefined) throw new MultipartError(`part ${part.partNumber} is missing`);
     if (normalizeEtag(part.etag) !== normalizeEtag(stored.etag)) {
       throw new MultipartError(`ETag of part ${part.partNumber} does not match the uploaded part`);
     }
-    if (index < requested.length - 1 && stored.size < minPartBytes) {
+    if (index < listed.length - 1 && stored.size < minPartBytes) {
       throw new MultipartError(
         `part ${part.partNumber} is ${stored.size} bytes; every part but the last must be at least ${minPartBytes} bytes`,
       );
     }
     parts.push(stored);
+  }
+  return parts;
+}
+
+/** The client's list of parts, from its JSON: valid numbers and ETags, strictly increasing from 1. */
+function listedParts(requested: unknown): { partNumber: number; etag: string }[] {
+  if (!Array.isArray(requested) || requested.length === 0) throw new MultipartError('at least one part must be listed');
+  if (requested.length > MAX_PART_NUMBER) throw new MultipartError(`at most ${MAX_PART_NUMBER} parts can be listed`);
+  const parts: { partNumber: number; etag: string }[] = [];
+  for (const item of requested as unknown[]) {
+    const { partNumber, etag } = (typeof item === 'object' && item !== null ? item : {}) as { partNumber?: unknown; etag?: unknown };
+    if (!isValidPartNumber(partNumber)) throw new MultipartError(`invalid part number ${JSON.stringify(partNumber)}`);
+    if (typeof etag !== 'string') throw new MultipartError(`part ${partNumber} has no ETag`);
+    const previous = parts.at(-1);
+    if (previous !== undefined && partNumber === previous.partNumber) throw new MultipartError(`part ${partNumber} is listed twice`);
+    if (previous !== undefined && partNumber < previous.partNumber) {
+      throw new MultipartError(`parts must be listed in order: part ${partNumber} after part ${previous.partNumber}`);
+    }
+    parts.push({ partNumber, etag });
+  }
+  // Strictly increasing from here on, so the first gap is where the number runs ahead of the index.
+  for (const [index, part] of parts.entries()) {
+    if (part.partNumber !== index + 1) throw new MultipartError(`part ${index + 1} is missing`);
   }
   return parts;
 }

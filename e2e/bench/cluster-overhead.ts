@@ -25,7 +25,6 @@ const objects = Number(args[1] ?? 10_000);
 const coldStart = performance.now();
 const svc = await startClusterService();
 console.log(`cluster fixture up (control plane, CRD, RBAC, API, operator, node agent): ${((performance.now() - coldStart) / 1000).toFixed(1)} s`);
-const lines: string[] = [];
 try {
   if (count > 0) {
     const started = performance.now();

@@ -202,14 +202,14 @@ async function writeRandomFile(path: string, size: number): Promise<string> {
  * The local backend's HTTP server runs in a child process (this file with SERVE_LOCAL); this process
  * drives the same folder with a LocalStorage of the same root and signing key, as the API would.
  */
-async function startLocal(root: string): Promise<{ storage: LocalStorage; close(): Promise<void> }> {
+async function startLocal(root: string): Promise<{ storage: LocalStorage; close: () => Promise<void> }> {
   const signingKey = randomBytes(32).toString('hex');
   const server = await startChildServer([SERVE_LOCAL, root, signingKey]);
   return { storage: new LocalStorage({ root, publicBaseUrl: server.url, signingKey }), close: server.close };
 }
 
 /** This file in a child process with `args` (a server mode): its first line is its URL; it exits when its stdin closes. */
-async function startChildServer(args: string[]): Promise<{ url: string; close(): Promise<void> }> {
+async function startChildServer(args: string[]): Promise<{ url: string; close: () => Promise<void> }> {
   const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -265,7 +265,7 @@ async function serveLocal(root: string, signingKey: string): Promise<void> {
   });
 }
 
-async function startS3(): Promise<{ storage: S3Storage; close(): Promise<void> }> {
+async function startS3(): Promise<{ storage: S3Storage; close: () => Promise<void> }> {
   let env: Record<string, string | undefined> = process.env;
   let stopServer = async () => {};
   if (!env.FFOP_TEST_S3_ENDPOINT) {

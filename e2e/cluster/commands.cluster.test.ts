@@ -24,12 +24,15 @@ describe('cluster mode', () => {
     batch = svc.cluster.kubeconfig.makeApiClient(BatchV1Api);
     custom = svc.cluster.kubeconfig.makeApiClient(CustomObjectsApi);
     // Record every Job as it appears: the operator deletes finished ones.
-    const timer = setInterval(async () => {
-      try {
-        for (const j of (await batch.listNamespacedJob({ namespace: svc.cluster.namespace })).items) seenJobs.set(j.metadata!.name!, j);
-      } catch {
-        /* cluster stopping */
-      }
+    let listing = false; // one list at a time: a slow answer must not pile up requests
+    const timer = setInterval(() => {
+      if (listing) return;
+      listing = true;
+      batch
+        .listNamespacedJob({ namespace: svc.cluster.namespace })
+        .then((list) => list.items.forEach((j) => seenJobs.set(j.metadata!.name!, j)))
+        .catch(() => {}) // the cluster is stopping
+        .finally(() => (listing = false));
     }, 100);
     timer.unref();
   });

@@ -53,7 +53,7 @@ export function startListWatch<T extends KubernetesObject>(opts: ListWatchOption
         }
       };
       const onDone = (err: unknown) => {
-        if (err && !ended && !stopping.signal.aborted) opts.logger.warn({ path: opts.path, err: String(err) }, 'watch failed');
+        if (err && !ended && !stopping.signal.aborted) opts.logger.warn({ path: opts.path, err: err instanceof Error ? err.message : JSON.stringify(err) }, 'watch failed');
         end();
       };
       const params = { resourceVersion, fieldSelector: opts.fieldSelector, allowWatchBookmarks: true };

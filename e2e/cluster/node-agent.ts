@@ -16,7 +16,7 @@ import {
   CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions,
   type KubeConfig, type V1Pod,
 } from '@kubernetes/client-node';
-import { sleep, startListWatch, type AgentLogger, type ListWatch, type WatchEventType } from './list-watch.ts';
+import { sleep, startListWatch, type AgentLogger, type WatchEventType } from './list-watch.ts';
 import { startNodeHeartbeat, statusCode } from './node-heartbeat.ts';
 import { notStartedStatus, runningStatus, terminatedStatus, type ContainerInfo, type PodStatusPatch, type ProcessExit } from './pod-status.ts';
 

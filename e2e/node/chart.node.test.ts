@@ -70,13 +70,19 @@ describe('the chart on a real node', () => {
     let pod: V1Pod | undefined;
     let runningAt = 0;
     let exitedAt = 0;
-    const watching = setInterval(async () => {
+    const look = async () => {
       const seen = (await runnerPods(id).catch(() => []))[0];
       if (!seen) return;
       pod = seen;
       const state = seen.status?.containerStatuses?.[0]?.state;
       if (!runningAt && (state?.running || state?.terminated)) runningAt = Date.now();
       if (!exitedAt && state?.terminated) exitedAt = Date.now();
+    };
+    let looking = false; // one look at a time: a slow answer must not pile up requests
+    const watching = setInterval(() => {
+      if (looking) return;
+      looking = true;
+      void look().finally(() => (looking = false));
     }, 100);
     const { record } = await api.waitForEnd(id, 180_000);
     const ended = Date.now();

@@ -131,7 +131,7 @@ export async function writeZip(zipPath: string, entries: Record<string, string |
  * service and the same `-protocol_whitelist` unless told otherwise. Returns ffprobe's JSON, or null
  * when it could not read them.
  */
-export async function probeUnconfined(files: Record<string, string | Buffer>, open: string, protocols = 'file'): Promise<any | null> {
+export async function probeUnconfined(files: Record<string, string | Buffer>, open: string, protocols = 'file'): Promise<any> {
   const dir = await mkdtemp(join(tmpdir(), 'ffop-control-'));
   try {
     for (const [name, content] of Object.entries(files)) {
@@ -148,7 +148,7 @@ export async function probeUnconfined(files: Record<string, string | Buffer>, op
 }
 
 /** True when ffprobe's JSON shows one of the canaries (the video's size or the audio's duration). */
-export function probeShowsCanary(probe: any | null): boolean {
+export function probeShowsCanary(probe: any): boolean {
   if (!probe) return false;
   const streams: any[] = probe.streams ?? [];
   const video = streams.some((s) => s.width === CANARY_VIDEO.width && s.height === CANARY_VIDEO.height);

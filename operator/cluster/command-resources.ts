@@ -5,7 +5,7 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } fr
 import type { Logger } from 'pino';
 import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { CommandStatus } from '../../core/commands/command-status.ts';
-import { API_VERSION, GROUP, KIND, LABELS, MANAGED_BY, PLURAL, VERSION } from '../../core/k8s/names.ts';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { jobName } from '../../core/engine/job-backend.ts';
 import { createFfmpegCommand, type FfmpegCommandObject, type FfmpegCommandOutput, type FfmpegCommandStatus } from '../../core/k8s/ffmpeg-command.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';

@@ -10,7 +10,7 @@ export function testDatabaseKind(): 'postgres' | 'pglite' {
 }
 
 /** Returns a database URL for openDatabase() and a function that removes it. */
-export async function createTestDatabaseUrl(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createTestDatabaseUrl(): Promise<{ url: string; drop: () => Promise<void> }> {
   const admin = process.env.FFOP_TEST_DATABASE_URL;
   if (!admin?.startsWith('postgres')) return { url: 'pglite:memory', drop: async () => {} };
   const name = `ffop_test_${randomBytes(6).toString('hex')}`;
