@@ -70,6 +70,7 @@ export class KubernetesBackend implements JobBackend {
   private polling: Promise<void> = Promise.resolve();
   /** A read of events is queued behind the running one: more requests join it. */
   private pollQueued = false;
+  private closed = false;
   private stopEventWatch: () => Promise<void> = async () => {};
   /** Jobs whose result was emitted (real or made from status): nothing more is emitted for them. */
   private readonly settled = new Set<string>();
@@ -95,12 +96,12 @@ export class KubernetesBackend implements JobBackend {
       selector,
       this.o.logger,
     );
-    this.jobs.informer.on('update', (job) => void this.onJobChanged(job));
+    this.jobs.informer.on('update', (job) => this.jobChanged(job));
     // Forget a Job once it is gone for good (its late updates are still ignored until then).
     this.jobs.informer.on('delete', (job) => this.settled.delete(job.metadata!.name!));
     this.jobs.informer.on('add', (job) => {
       this.created.delete(job.metadata!.name!);
-      void this.onJobChanged(job);
+      this.jobChanged(job);
     });
     await this.jobs.synced;
     if (this.o.watchEvents) this.stopEventWatch = await this.o.watchEvents(() => this.poll());
@@ -214,6 +215,7 @@ export class KubernetesBackend implements JobBackend {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     if (this.poller) clearInterval(this.poller);
     await this.stopEventWatch();
     await this.polling;
@@ -245,6 +247,15 @@ export class KubernetesBackend implements JobBackend {
   }
 
   /** A finished Job without a delivered result: make one from what Kubernetes says. */
+  /** A failed read (the database away for a moment) is tried again: a finished Job changes no more, so no later event would. */
+  private jobChanged(job: V1Job): void {
+    this.onJobChanged(job).catch((err: unknown) => {
+      if (this.closed) return;
+      this.o.logger.warn({ job: job.metadata?.name, err: (err as Error).message }, 'could not settle a finished Job; trying again');
+      setTimeout(() => this.jobChanged(job), 1000).unref();
+    });
+  }
+
   private async onJobChanged(job: V1Job): Promise<void> {
     const name = job.metadata?.name ?? '';
     const ref = parseJobName(name);
