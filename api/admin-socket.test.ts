@@ -49,7 +49,10 @@ test('a garbled answer fails the CLI call instead of leaving it waiting', async 
   const garbling = createServer((socket) => socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n{"co')));
   await new Promise<void>((resolve) => garbling.listen(path, resolve));
   try {
-    await assert.rejects(runThroughAdminSocket(path, ['keys', 'list'], () => {}), /gave no usable answer/);
+    await assert.rejects(
+      runThroughAdminSocket(path, ['keys', 'list'], () => {}),
+      /gave no usable answer/,
+    );
   } finally {
     await new Promise((r) => garbling.close(r));
     await rm(dir, { recursive: true, force: true });

@@ -58,7 +58,9 @@ export function runThroughAdminSocket(path: string, argv: string[], out: (line: 
       // A cut or garbled answer rejects instead of leaving the CLI waiting forever.
       read().then(resolve, (err: Error) => reject(new Error(`the service's admin socket ${path} gave no usable answer: ${err.message}`)));
     });
-    req.on('error', (err) => reject(new Error(`the service holds the database, and its admin socket ${path} did not answer: ${err.message}`)));
+    req.on('error', (err) =>
+      reject(new Error(`the service holds the database, and its admin socket ${path} did not answer: ${err.message}`)),
+    );
     req.end(JSON.stringify({ args: argv }));
   });
 }

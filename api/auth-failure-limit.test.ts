@@ -15,7 +15,11 @@ function appWith(clock: () => number, maxTracked?: number, trustedProxies?: stri
   });
   app.get('/v1/x', (c) => c.json({ ok: true }));
   const from = (address: string, key: string, forwardedFor?: string) =>
-    app.request('/v1/x', { headers: { 'x-api-key': key, ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) } }, { incoming: { socket: { remoteAddress: address } } });
+    app.request(
+      '/v1/x',
+      { headers: { 'x-api-key': key, ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) } },
+      { incoming: { socket: { remoteAddress: address } } },
+    );
   return { from, lookups: () => lookups };
 }
 

@@ -52,7 +52,9 @@ export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandl
     if (window !== undefined && window.endsAt > now && window.failures >= opts.maxFailures) {
       const retryAfter = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
       return c.json(
-        { detail: `Too many failed API key attempts from your address (${opts.maxFailures} in ${opts.windowSeconds} s); retry after ${retryAfter} s` },
+        {
+          detail: `Too many failed API key attempts from your address (${opts.maxFailures} in ${opts.windowSeconds} s); retry after ${retryAfter} s`,
+        },
         429,
         { 'retry-after': String(retryAfter) },
       );
@@ -70,7 +72,10 @@ function forgetExpired(windows: Map<string, Window>, now: number): void {
 function clientAddress(c: Context, trusted: ReadonlySet<string>): string | undefined {
   const peer = peerAddress(c);
   if (peer === undefined || !trusted.has(clientKey(peer))) return peer;
-  const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map((h) => h.trim()).filter((h) => isIP(h) !== 0);
+  const hops = (c.req.header('x-forwarded-for') ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => isIP(h) !== 0);
   for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(clientKey(hops[i]))) return hops[i];
   return peer;
 }
@@ -94,6 +99,11 @@ export function clientKey(address: string | undefined): string {
   const groupsIn = (part: string) => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])));
   const [head, tail] = text.split('::');
   const groups =
-    tail === undefined ? groupsIn(head) : [...groupsIn(head), ...Array<string>(8 - groupsIn(head).length - groupsIn(tail).length).fill('0'), ...groupsIn(tail)];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+    tail === undefined
+      ? groupsIn(head)
+      : [...groupsIn(head), ...Array<string>(8 - groupsIn(head).length - groupsIn(tail).length).fill('0'), ...groupsIn(tail)];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }

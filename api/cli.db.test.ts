@@ -70,7 +70,20 @@ test('mistakes are explained, with exit code 2', async () => {
   assert.match((await cli('plans')).out.join('\n'), /free\tmax vCPUs 4/);
 });
 
-const TEAM_LIMITS = ['--max-vcpus', '8', '--max-run-seconds', '600', '--requests-per-minute', '1000', '--storage-quota-gb', '0.5', '--processing-quota-gb', '2', '--private-files', 'yes'];
+const TEAM_LIMITS = [
+  '--max-vcpus',
+  '8',
+  '--max-run-seconds',
+  '600',
+  '--requests-per-minute',
+  '1000',
+  '--storage-quota-gb',
+  '0.5',
+  '--processing-quota-gb',
+  '2',
+  '--private-files',
+  'yes',
+];
 
 test('plans: create, change and list them; accounts go on any plan in the database', async () => {
   const created = await cli('plans', 'create', 'team', ...TEAM_LIMITS);
@@ -78,9 +91,18 @@ test('plans: create, change and list them; accounts go on any plan in the databa
   assert.equal((await cli('plans', 'set', 'team', '--max-vcpus', '6', '--private-files', 'no')).code, 0);
   const listed = (await cli('plans')).out;
   assert.deepEqual(listed.find((l) => l.startsWith('team\t'))?.split('\t'), [
-    'team', 'max vCPUs 6', 'max run 600 s', 'requests/min 1000', 'storage 0.5 GB', 'processing 2 GB/month', 'private files no',
+    'team',
+    'max vCPUs 6',
+    'max run 600 s',
+    'requests/min 1000',
+    'storage 0.5 GB',
+    'processing 2 GB/month',
+    'private files no',
   ]);
-  assert.ok(listed.some((l) => l.startsWith('pro\tmax vCPUs 32\t')), 'the defaults are listed too');
+  assert.ok(
+    listed.some((l) => l.startsWith('pro\tmax vCPUs 32\t')),
+    'the defaults are listed too',
+  );
   assert.equal((await cli('accounts', 'create', 'teamco', '--plan', 'team')).code, 0);
   assert.match((await cli('accounts', 'list')).out.join('\n'), /teamco\tteam/);
   assert.equal((await cli('accounts', 'set-plan', 'teamco', 'free')).code, 0);
@@ -92,7 +114,10 @@ test('plans: create, change and list them; accounts go on any plan in the databa
 test('plans: mistakes are explained with exit code 2, naming the option', async () => {
   const cases: [string[], RegExp][] = [
     [['plans', 'create', 'team', ...TEAM_LIMITS], /plan "team" already exists/],
-    [['plans', 'create', 'half', '--max-vcpus', '2'], /missing --max-run-seconds, --requests-per-minute, --storage-quota-gb, --processing-quota-gb, --private-files/],
+    [
+      ['plans', 'create', 'half', '--max-vcpus', '2'],
+      /missing --max-run-seconds, --requests-per-minute, --storage-quota-gb, --processing-quota-gb, --private-files/,
+    ],
     [['plans', 'create', 'Not_A_Slug', ...TEAM_LIMITS], /plan name "Not_A_Slug" must be 1 to 40 of a-z, 0-9 and -/],
     [['plans', 'set', 'gold', '--max-vcpus', '2'], /unknown plan "gold" \(known: free, pro, team\)/],
     [['plans', 'set', 'team', '--max-vcpus', 'two'], /--max-vcpus must be a positive whole number, not "two"/],
@@ -128,7 +153,11 @@ test('through the admin socket, a plan edit applies to a key the service has jus
     await admin('plans', 'create', 'team', ...TEAM_LIMITS);
     await admin('accounts', 'create', 'teamco', '--plan', 'team');
     const api = svc.client((await admin('keys', 'create', 'teamco'))[0]);
-    const body = { ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}', output_files: { out_1: 'a.png' }, vcpu_count: 4 };
+    const body = {
+      ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}',
+      output_files: { out_1: 'a.png' },
+      vcpu_count: 4,
+    };
     const { record } = await api.waitForEnd(await api.submit(body));
     assert.equal(record.status, 'SUCCESS', 'team allows 8 vCPUs');
 
@@ -154,12 +183,18 @@ test('while the embedded service runs, the CLI works (through its admin socket w
   const { execFile } = await import('node:child_process');
   const svc = await startService();
   try {
-    const env = { ...process.env, FFOP_DATA_DIR: svc.dataDir, FFOP_DATABASE_URL: svc.service.database.driver === 'pglite' ? `pglite:${join(svc.dataDir, 'db')}` : process.env.FFOP_DATABASE_URL_OF_SERVICE ?? '' };
+    const env = {
+      ...process.env,
+      FFOP_DATA_DIR: svc.dataDir,
+      FFOP_DATABASE_URL:
+        svc.service.database.driver === 'pglite' ? `pglite:${join(svc.dataDir, 'db')}` : (process.env.FFOP_DATABASE_URL_OF_SERVICE ?? ''),
+    };
     if (svc.service.database.driver !== 'pglite') return; // PostgreSQL has no lock: covered by the test above
     const run = (...args: string[]) =>
       new Promise<{ code: number; stdout: string }>((resolve) =>
         execFile(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'cli.ts'), ...args], { env }, (err, stdout) =>
-          resolve({ code: err ? (err as any).code : 0, stdout })),
+          resolve({ code: err ? (err as any).code : 0, stdout }),
+        ),
       );
     const created = await run('accounts', 'create', 'live', '--plan', 'pro');
     assert.equal(created.code, 0, created.stdout);

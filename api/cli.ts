@@ -145,8 +145,10 @@ function planLimits(values: Record<string, unknown>): Partial<PlanLimits> {
       if (text !== 'yes' && text !== 'no') throw new UsageError(`--${option} must be yes or no, not "${text}"`);
       limits[field] = text === 'yes';
     } else {
-      const n = kind === 'count' ? (/^\d+$/.test(text) ? Number(text) : NaN) : /^\d+(\.\d+)?$/.test(text) ? Math.round(Number(text) * GB) : NaN;
-      if (!(n >= 1)) throw new UsageError(`--${option} must be a positive ${kind === 'count' ? 'whole number' : 'number of GB'}, not "${text}"`);
+      const n =
+        kind === 'count' ? (/^\d+$/.test(text) ? Number(text) : NaN) : /^\d+(\.\d+)?$/.test(text) ? Math.round(Number(text) * GB) : NaN;
+      if (!(n >= 1))
+        throw new UsageError(`--${option} must be a positive ${kind === 'count' ? 'whole number' : 'number of GB'}, not "${text}"`);
       limits[field] = n;
     }
   }

@@ -34,7 +34,9 @@ export interface ClusterApiOptions {
   uploadTtlSeconds: number;
 }
 
-export async function startClusterApi(o: ClusterApiOptions): Promise<{ url: string; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
+export async function startClusterApi(
+  o: ClusterApiOptions,
+): Promise<{ url: string; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
   const accounts = new AccountsRepo(o.database.db);
   const commands = new CommandsRepo(o.database.db);
   const customObjects = o.kubeconfig.makeApiClient(CustomObjectsApi);
@@ -45,7 +47,9 @@ export async function startClusterApi(o: ClusterApiOptions): Promise<{ url: stri
       if (!row) return;
       await createFfmpegCommand(customObjects, o.namespace, row);
       await commands.update(commandId, { resourceCreatedAt: new Date() });
-    })().catch((err) => o.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not create the FfmpegCommand; the operator will'));
+    })().catch((err) =>
+      o.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not create the FfmpegCommand; the operator will'),
+    );
   };
   // The operator writes command states in its own process: the database's notifications reach here.
   const polls = await watchedPollCache(o.database, commands);

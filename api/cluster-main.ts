@@ -30,5 +30,12 @@ const api = await startClusterApi({
 });
 logger.info({ url: api.url }, 'ffmpeg-operator API started (cluster mode)');
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => void api.close().then(() => database.close()).then(() => process.exit(0)));
+  process.on(
+    signal,
+    () =>
+      void api
+        .close()
+        .then(() => database.close())
+        .then(() => process.exit(0)),
+  );
 }

@@ -55,7 +55,11 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
   let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
   let server: ServerType;
   try {
-    server = await listen((req, env) => (handler ? handler(req, env) : new Response('starting', { status: 503 })), config.host, config.port);
+    server = await listen(
+      (req, env) => (handler ? handler(req, env) : new Response('starting', { status: 503 })),
+      config.host,
+      config.port,
+    );
   } catch (err) {
     await database.close();
     throw err;
@@ -123,7 +127,10 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     const url = publicUrl;
     await engine.start();
     const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, runCli);
-    logger.info({ url, database: database.driver, storage: config.storage, data_dir: config.dataDir }, 'ffmpeg-operator started (embedded mode)');
+    logger.info(
+      { url, database: database.driver, storage: config.storage, data_dir: config.dataDir },
+      'ffmpeg-operator started (embedded mode)',
+    );
     return {
       url,
       database,

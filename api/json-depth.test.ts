@@ -17,7 +17,9 @@ test('depth counts arrays and objects outside strings, escapes included', () => 
 /** The same error mapping as api/app.ts: RequestInvalid is a 422, anything else a 500. */
 function appWith(schema: v.GenericSchema): Hono {
   const app = new Hono();
-  app.onError((err, c) => (err instanceof RequestInvalid ? c.json({ detail: err.detail }, 422) : c.json({ detail: 'Internal Server Error' }, 500)));
+  app.onError((err, c) =>
+    err instanceof RequestInvalid ? c.json({ detail: err.detail }, 422) : c.json({ detail: 'Internal Server Error' }, 500),
+  );
   app.post('/x', async (c) => c.json(await jsonBody(c, schema)));
   return app;
 }
@@ -25,7 +27,11 @@ function appWith(schema: v.GenericSchema): Hono {
 test('attack: a deeply nested body is a 422 naming the limit, not a stack overflow', async () => {
   const app = appWith(v.object({ metadata: v.optional(v.unknown()) }));
   for (const nested of ['['.repeat(200_000) + ']'.repeat(200_000), '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)]) {
-    const res = await app.request('/x', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"metadata":${nested}}` });
+    const res = await app.request('/x', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"metadata":${nested}}`,
+    });
     assert.equal(res.status, 422);
     const body = await res.json();
     assert.equal(body.detail[0].type, 'json_invalid');

@@ -20,9 +20,13 @@ export function rateLimit(clock: () => number = Date.now): MiddlewareHandler<App
     buckets.set(caller.keyId, bucket);
     if (bucket.tokens < 1) {
       const retryAfter = Math.max(1, Math.ceil(((1 - bucket.tokens) / perMinute) * 60));
-      return c.json({ detail: `Rate limit exceeded: ${perMinute} requests per minute for this API key; retry after ${retryAfter} s` }, 429, {
-        'retry-after': String(retryAfter),
-      });
+      return c.json(
+        { detail: `Rate limit exceeded: ${perMinute} requests per minute for this API key; retry after ${retryAfter} s` },
+        429,
+        {
+          'retry-after': String(retryAfter),
+        },
+      );
     }
     bucket.tokens -= 1;
     await next();

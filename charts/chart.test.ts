@@ -66,7 +66,10 @@ interface Result {
 function run(program: string, args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
     // stdin only when there is input: a program that exits without reading it would EPIPE us.
-    const child = spawn(program, args, { env: { ...process.env, ...opts.env }, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(program, args, {
+      env: { ...process.env, ...opts.env },
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
@@ -92,18 +95,31 @@ describe('the Helm chart', () => {
   let kubectlBin = '';
   const helm = (...args: string[]) => run(helmBin, args, { env });
   const kubectl = (args: string[], input?: string) => ok(kubectlBin, args, { input, env });
-  const template = async (values: Record<string, string>) => ok(helmBin, ['template', 'ffmpeg-operator', CHART, '-n', NS, ...sets(values)], { env });
+  const template = async (values: Record<string, string>) =>
+    ok(helmBin, ['template', 'ffmpeg-operator', CHART, '-n', NS, ...sets(values)], { env });
 
   before(async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'ffop-chart-test-'));
-    const built = Object.fromEntries((await ok('bash', [join(CONTROL_PLANE, 'build.sh')])).trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)));
+    const built = Object.fromEntries(
+      (await ok('bash', [join(CONTROL_PLANE, 'build.sh')]))
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/=(.*)/s).slice(0, 2)),
+    );
     helmBin = join(built.FFOP_HELM_BIN_DIR, 'helm');
     const controlPlane = join(stateDir, 'kcp');
     await ok(join(CONTROL_PLANE, 'start.sh'), [controlPlane], { env: { ...built, FFOP_KCP_OWNER_PID: String(process.pid) } });
-    const [kubeconfig, kubectlPath] = (await ok('bash', ['-c', 'set -a; . "$1"; printf "%s\\0%s" "$KUBECONFIG" "$KUBECTL"', 'read-env', join(controlPlane, 'env')])).split('\0');
+    const [kubeconfig, kubectlPath] = (
+      await ok('bash', ['-c', 'set -a; . "$1"; printf "%s\\0%s" "$KUBECONFIG" "$KUBECTL"', 'read-env', join(controlPlane, 'env')])
+    ).split('\0');
     kubectlBin = kubectlPath;
     // Helm keeps its cache and config in the state dir, not in $HOME.
-    env = { KUBECONFIG: kubeconfig, HELM_CACHE_HOME: join(stateDir, 'helm-cache'), HELM_CONFIG_HOME: join(stateDir, 'helm-config'), HELM_DATA_HOME: join(stateDir, 'helm-data') };
+    env = {
+      KUBECONFIG: kubeconfig,
+      HELM_CACHE_HOME: join(stateDir, 'helm-cache'),
+      HELM_CONFIG_HOME: join(stateDir, 'helm-config'),
+      HELM_DATA_HOME: join(stateDir, 'helm-data'),
+    };
     await kubectl(['apply', '--server-side', '-f', join(CHART, 'crds')]);
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ffmpegcommands.ffmpeg-operator.dev']);
     await kubectl(['create', 'namespace', NS]);
@@ -125,9 +141,14 @@ describe('the Helm chart', () => {
     ['every optional feature on', EVERYTHING],
   ] as const) {
     test(`renders with ${what}, and the API server accepts every document (server-side dry run, strict validation)`, async () => {
-      const rendered = await template({ ...(values === EVERYTHING ? { 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'] } : {}), ...values });
+      const rendered = await template({
+        ...(values === EVERYTHING ? { 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'] } : {}),
+        ...values,
+      });
       const out = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', NS, '-f', '-'], rendered);
-      const kinds = loadAllYaml(rendered).filter(Boolean).map((d: { kind: string }) => d.kind);
+      const kinds = loadAllYaml(rendered)
+        .filter(Boolean)
+        .map((d: { kind: string }) => d.kind);
       for (const kind of ['ServiceAccount', 'Role', 'RoleBinding', 'Deployment', 'Service', 'PodDisruptionBudget', 'NetworkPolicy']) {
         assert.ok(kinds.includes(kind), `${kind} rendered`);
       }
@@ -136,7 +157,9 @@ describe('the Helm chart', () => {
   }
 
   test('with every feature on: HPA, Ingress, existing Secrets, host network, runner placement the operator can parse', async () => {
-    const docs = loadAllYaml(await template({ 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'], ...EVERYTHING })).filter(Boolean);
+    const docs = loadAllYaml(
+      await template({ 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'], ...EVERYTHING }),
+    ).filter(Boolean);
     const kinds = docs.map((d: { kind: string }) => d.kind);
     assert.ok(kinds.includes('HorizontalPodAutoscaler') && kinds.includes('Ingress'));
     assert.ok(!kinds.includes('Secret'), 'existing Secrets replace every chart Secret');
@@ -161,7 +184,11 @@ describe('the Helm chart', () => {
     assert.equal(plain.FFOP_PUBLIC_URL, 'https://ffmpeg.example.com');
     const secretRefs = container.env!.filter((e) => e.valueFrom?.secretKeyRef).map((e) => [e.name, e.valueFrom!.secretKeyRef!.name]);
     assert.deepEqual(Object.fromEntries(secretRefs), {
-      FFOP_DATABASE_URL: 'db', FFOP_S3_ACCESS_KEY: 's3', FFOP_S3_SECRET_KEY: 's3', FFOP_JOB_TOKEN_SECRET: 'keys', FFOP_SIGNING_KEY: 'keys',
+      FFOP_DATABASE_URL: 'db',
+      FFOP_S3_ACCESS_KEY: 's3',
+      FFOP_S3_SECRET_KEY: 's3',
+      FFOP_JOB_TOKEN_SECRET: 'keys',
+      FFOP_SIGNING_KEY: 'keys',
     });
     // Placement of the operator's own pods is not the runners' one.
     assert.deepEqual(operator.spec!.template.spec!.nodeSelector, { 'kubernetes.io/os': 'linux' });
@@ -184,20 +211,39 @@ describe('the Helm chart', () => {
     }
     const operator = deployments.find((d) => d.metadata!.name!.endsWith('-operator'))!;
     assert.equal(operator.spec!.replicas, 2);
-    assert.equal(operator.spec!.template.spec!.containers[0].env!.find((e) => e.name === 'POD_NAME')!.valueFrom!.fieldRef!.fieldPath, 'metadata.name');
+    assert.equal(
+      operator.spec!.template.spec!.containers[0].env!.find((e) => e.name === 'POD_NAME')!.valueFrom!.fieldRef!.fieldPath,
+      'metadata.name',
+    );
   });
 
   describe('values.schema.json refuses wrong values with a clear message', () => {
     const { 'database.url': _, ...withoutDatabaseUrl } = REQUIRED;
     const cases: [string, string[], RegExp[]][] = [
-      ['replicaCount not a number', sets({ ...REQUIRED, 'api.replicaCount': 'two' }), [/at '\/api\/replicaCount': got string, want integer/]],
+      [
+        'replicaCount not a number',
+        sets({ ...REQUIRED, 'api.replicaCount': 'two' }),
+        [/at '\/api\/replicaCount': got string, want integer/],
+      ],
       ['an unknown top-level key', [...sets(REQUIRED), '--set', 'replicas=2'], [/at '': additional properties 'replicas' not allowed/]],
       ['an unknown key in api', [...sets(REQUIRED), '--set', 'api.replica=2'], [/at '\/api': additional properties 'replica' not allowed/]],
       ['no database URL and no existingSecret', sets(withoutDatabaseUrl), [/at '\/database': missing property 'url'/]],
       ['an empty database URL', sets({ ...REQUIRED, 'database.url': '' }), [/at '\/database\/url': minLength: got 0, want 1/]],
-      ['no S3 settings at all', sets({ 'database.url': REQUIRED['database.url'] }), [/at '\/s3': missing properties 'endpoint', 'bucket'/, /at '\/s3': missing properties 'accessKey', 'secretKey'/]],
-      ['an unknown runner confinement', sets({ ...REQUIRED, 'runner.confinement': 'none' }), [/at '\/runner\/confinement': value must be one of 'bwrap-or-pod', 'bwrap'/]],
-      ['a toleration with a bad operator', sets({ ...REQUIRED, 'runner.tolerations[0].operator': 'In' }), [/at '\/runner\/tolerations\/0\/operator': value must be one of 'Exists', 'Equal'/]],
+      [
+        'no S3 settings at all',
+        sets({ 'database.url': REQUIRED['database.url'] }),
+        [/at '\/s3': missing properties 'endpoint', 'bucket'/, /at '\/s3': missing properties 'accessKey', 'secretKey'/],
+      ],
+      [
+        'an unknown runner confinement',
+        sets({ ...REQUIRED, 'runner.confinement': 'none' }),
+        [/at '\/runner\/confinement': value must be one of 'bwrap-or-pod', 'bwrap'/],
+      ],
+      [
+        'a toleration with a bad operator',
+        sets({ ...REQUIRED, 'runner.tolerations[0].operator': 'In' }),
+        [/at '\/runner\/tolerations\/0\/operator': value must be one of 'Exists', 'Equal'/],
+      ],
     ];
     for (const [what, args, messages] of cases) {
       test(what, async () => {
@@ -226,10 +272,17 @@ describe('the Helm chart', () => {
     const release = 'ffop';
     const installed = await helm('install', release, CHART, '-n', NS, ...sets(REQUIRED));
     assert.equal(installed.code, 0, installed.stderr);
-    assert.match(installed.stdout, new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli.js accounts create acme`));
+    assert.match(
+      installed.stdout,
+      new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli.js accounts create acme`),
+    );
     assert.match(installed.stdout, /node \/app\/dist\/api\/cli\.js keys create acme/);
     assert.match(installed.stdout, /kubectl apply --server-side -f charts\/ffmpeg-operator\/crds\//);
-    const keys = async () => JSON.parse(await kubectl(['get', 'secret', '-n', NS, 'ffop-ffmpeg-operator-keys', '-o', 'jsonpath={.data}'])) as Record<string, string>;
+    const keys = async () =>
+      JSON.parse(await kubectl(['get', 'secret', '-n', NS, 'ffop-ffmpeg-operator-keys', '-o', 'jsonpath={.data}'])) as Record<
+        string,
+        string
+      >;
     const before = await keys();
     assert.ok(Buffer.from(before['job-token-secret'], 'base64').length >= 32);
     assert.ok(Buffer.from(before['signing-key'], 'base64').length >= 32);

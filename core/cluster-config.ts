@@ -105,13 +105,16 @@ function tolerations(env: Env, name: string): Toleration[] | undefined {
     const at = `${name}[${i}]`;
     if (!isObject(t)) throw new Error(`${at} must be an object, e.g. ${example}`);
     for (const [field, v] of Object.entries(t)) {
-      if (!TOLERATION_FIELDS.has(field)) throw new Error(`${at} has an unknown field "${field}" (known: ${[...TOLERATION_FIELDS].join(', ')})`);
+      if (!TOLERATION_FIELDS.has(field))
+        throw new Error(`${at} has an unknown field "${field}" (known: ${[...TOLERATION_FIELDS].join(', ')})`);
       if (field === 'tolerationSeconds' ? !Number.isInteger(v) : typeof v !== 'string') {
         throw new Error(`${at}.${field} must be ${field === 'tolerationSeconds' ? 'an integer' : 'a string'}, got ${JSON.stringify(v)}`);
       }
     }
-    if (t.operator !== undefined && !OPERATORS.includes(t.operator as string)) throw new Error(`${at}.operator must be one of ${OPERATORS.join(', ')}, got ${JSON.stringify(t.operator)}`);
-    if (t.effect !== undefined && t.effect !== '' && !EFFECTS.includes(t.effect as string)) throw new Error(`${at}.effect must be one of ${EFFECTS.join(', ')}, got ${JSON.stringify(t.effect)}`);
+    if (t.operator !== undefined && !OPERATORS.includes(t.operator as string))
+      throw new Error(`${at}.operator must be one of ${OPERATORS.join(', ')}, got ${JSON.stringify(t.operator)}`);
+    if (t.effect !== undefined && t.effect !== '' && !EFFECTS.includes(t.effect as string))
+      throw new Error(`${at}.effect must be one of ${EFFECTS.join(', ')}, got ${JSON.stringify(t.effect)}`);
   });
   return value as Toleration[];
 }

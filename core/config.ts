@@ -99,8 +99,14 @@ export function loadConfig(env: Env = process.env): Config {
       : null,
     workDir: env.FFOP_WORK_DIR ?? join(dataDir, 'work'),
     signingKey: env.FFOP_SIGNING_KEY ?? null,
-    allowAddresses: (env.FFOP_ALLOW_ADDRESSES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    trustedProxies: (env.FFOP_TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    allowAddresses: (env.FFOP_ALLOW_ADDRESSES ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    trustedProxies: (env.FFOP_TRUSTED_PROXIES ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     downloadMaxBytes: num(env, 'FFOP_DOWNLOAD_MAX_BYTES', 4 * 1024 ** 3),
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),

@@ -51,10 +51,29 @@ test('attack surface closed at start: data, database, storage and work folders 0
     workDir: join(outside, 'work'),
   });
 
-  for (const dir of ['data', 'data/db', 'data/db/base', 'data/db/base/1', 'data/db/global', 'elsewhere/storage', 'elsewhere/storage/objects/private/acc/f', 'elsewhere/storage/uploads/u1', 'elsewhere/work']) {
+  for (const dir of [
+    'data',
+    'data/db',
+    'data/db/base',
+    'data/db/base/1',
+    'data/db/global',
+    'elsewhere/storage',
+    'elsewhere/storage/objects/private/acc/f',
+    'elsewhere/storage/uploads/u1',
+    'elsewhere/work',
+  ]) {
     assert.equal(await modeOf(join(root, dir)), 0o700, dir);
   }
-  for (const file of ['data/signing-key', 'data/initial-api-key', 'data/db/base/1/1259', 'data/db/global/pg_control', 'data/db/.lock', 'elsewhere/storage/objects/private/acc/f/secret.mp4', 'elsewhere/storage/meta/private/acc/f/secret.mp4', 'elsewhere/storage/uploads/u1/1']) {
+  for (const file of [
+    'data/signing-key',
+    'data/initial-api-key',
+    'data/db/base/1/1259',
+    'data/db/global/pg_control',
+    'data/db/.lock',
+    'elsewhere/storage/objects/private/acc/f/secret.mp4',
+    'elsewhere/storage/meta/private/acc/f/secret.mp4',
+    'elsewhere/storage/uploads/u1/1',
+  ]) {
     assert.equal(await modeOf(join(root, file)), 0o600, file);
   }
   assert.equal(await modeOf(target), 0o644, 'a symlink target outside was changed');

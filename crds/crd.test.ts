@@ -53,7 +53,12 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, lim
   }
 }
 
-function validCommand(name = randomUUID()): { apiVersion: string; kind: string; metadata: { name: string; namespace: string }; spec: FfmpegCommandSpec } {
+function validCommand(name = randomUUID()): {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string };
+  spec: FfmpegCommandSpec;
+} {
   return {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -107,9 +112,7 @@ function assertCause(causes: StatusCause[], field: string, text: string) {
 function parseTable(output: string): Record<string, string>[] {
   const [header, ...rows] = output.trimEnd().split('\n');
   const columns = [...header.matchAll(/\S+/g)].map((m) => ({ name: m[0], at: m.index }));
-  return rows.map((row) =>
-    Object.fromEntries(columns.map((c, i) => [c.name, row.slice(c.at, columns[i + 1]?.at ?? row.length).trim()])),
-  );
+  return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c.name, row.slice(c.at, columns[i + 1]?.at ?? row.length).trim()])));
 }
 
 describe('FfmpegCommand CRD and RBAC on a real API server', () => {
@@ -189,8 +192,18 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
       { what: 'commandId not a UUID', change: (s) => (s.commandId = 'not-a-uuid'), field: 'spec.commandId', text: 'must be of type uuid' },
       { what: 'vcpuCount 0', change: (s) => (s.vcpuCount = 0), field: 'spec.vcpuCount', text: 'should be greater than or equal to 1' },
       { what: 'vcpuCount 1.5', change: (s) => (s.vcpuCount = 1.5), field: 'spec.vcpuCount', text: 'must be of type int' },
-      { what: 'maxCommandRunSeconds 0', change: (s) => (s.maxCommandRunSeconds = 0), field: 'spec.maxCommandRunSeconds', text: 'should be greater than 0' },
-      { what: 'unknown commandType', change: (s) => (s.commandType = 'SHELL'), field: 'spec.commandType', text: 'Unsupported value: "SHELL"' },
+      {
+        what: 'maxCommandRunSeconds 0',
+        change: (s) => (s.maxCommandRunSeconds = 0),
+        field: 'spec.maxCommandRunSeconds',
+        text: 'should be greater than 0',
+      },
+      {
+        what: 'unknown commandType',
+        change: (s) => (s.commandType = 'SHELL'),
+        field: 'spec.commandType',
+        text: 'Unsupported value: "SHELL"',
+      },
       { what: 'steps 11', change: (s) => (s.steps = 11), field: 'spec.steps', text: 'should be less than or equal to 10' },
       { what: 'steps 0', change: (s) => (s.steps = 0), field: 'spec.steps', text: 'should be greater than or equal to 1' },
       { what: 'request not an object', change: (s) => (s.request = 'ffmpeg -i x'), field: 'spec.request', text: 'must be of type object' },

@@ -33,7 +33,10 @@ describe('commands, embedded mode', () => {
     // Stages only ever move forward.
     const order = ['DOWNLOADING', 'PREPARING_INPUT_FILES', 'FFMPEG_PROCESSING', 'UPLOADING'];
     const stages = seen.filter((s) => s.includes('/')).map((s) => order.indexOf(s.split('/')[1]));
-    assert.deepEqual(stages, [...stages].sort((a, b) => a - b));
+    assert.deepEqual(
+      stages,
+      [...stages].sort((a, b) => a - b),
+    );
 
     assert.equal(record.command_type, 'FFMPEG_COMMAND');
     assert.equal(record.environment_name, 'main');
@@ -138,13 +141,21 @@ describe('commands, embedded mode', () => {
       { url: `http://127.0.0.2:9/clip.mp4`, status: 'FORBIDDEN_INPUT_ADDRESS', message: /127\.0\.0\.2/ },
     ];
     for (const c of cases) {
-      const id = await api.submit({ ffmpeg_command: '-i {{in_1}} {{out_1}}', input_files: { in_1: c.url }, output_files: { out_1: 'o.mp4' } });
+      const id = await api.submit({
+        ffmpeg_command: '-i {{in_1}} {{out_1}}',
+        input_files: { in_1: c.url },
+        output_files: { out_1: 'o.mp4' },
+      });
       const { record } = await api.waitForEnd(id);
       assert.equal(record.status, 'FAILED');
       assert.equal(record.error_status, c.status, JSON.stringify(record));
       assert.match(record.error_message, c.message);
     }
-    const id = await api.submit({ ffmpeg_command: '-i {{in_1}} -f null {{out_1}}', input_files: { in_1: `${media.url}/clip.mp4` }, output_files: { out_1: 'o.mp4' } });
+    const id = await api.submit({
+      ffmpeg_command: '-i {{in_1}} -f null {{out_1}}',
+      input_files: { in_1: `${media.url}/clip.mp4` },
+      output_files: { out_1: 'o.mp4' },
+    });
     const { record } = await api.waitForEnd(id);
     assert.equal(record.error_status, 'OUTPUT_FILE_NOT_CREATED');
     assert.match(record.error_message, /out_1/);
@@ -171,12 +182,21 @@ describe('commands, embedded mode', () => {
     const api = svc.client(await svc.newAccount('pro'));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      ids.push(await api.submit({ ffmpeg_command: '-f lavfi -i color=c=red:s=32x32:d=0.2 {{out_1}}', output_files: { out_1: `r${i}.mp4` }, vcpu_count: 1 }));
+      ids.push(
+        await api.submit({
+          ffmpeg_command: '-f lavfi -i color=c=red:s=32x32:d=0.2 {{out_1}}',
+          output_files: { out_1: `r${i}.mp4` },
+          vcpu_count: 1,
+        }),
+      );
     }
     for (const id of ids) await api.waitForEnd(id);
     const all = await api.get('/v1/commands');
     assert.equal(all.status, 200);
-    assert.deepEqual(all.body.map((c: any) => c.command_id), [...ids].reverse());
+    assert.deepEqual(
+      all.body.map((c: any) => c.command_id),
+      [...ids].reverse(),
+    );
     const item = all.body[0];
     assert.equal(item.status, 'SUCCESS');
     assert.equal(item.environment_name, 'main');
@@ -187,13 +207,20 @@ describe('commands, embedded mode', () => {
     assert.ok(!Number.isNaN(Date.parse(item.created_at)));
     assert.equal(item.error_status, null);
     const page = await api.get('/v1/commands?limit=1&offset=1');
-    assert.deepEqual(page.body.map((c: any) => c.command_id), [ids[1]]);
+    assert.deepEqual(
+      page.body.map((c: any) => c.command_id),
+      [ids[1]],
+    );
   });
 
-  test('two accounts cannot see each other\'s commands', async () => {
+  test("two accounts cannot see each other's commands", async () => {
     const alice = svc.client(await svc.newAccount('pro'));
     const bob = svc.client(await svc.newAccount('pro'));
-    const id = await alice.submit({ ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 {{out_1}}', output_files: { out_1: 'a.png' }, vcpu_count: 1 });
+    const id = await alice.submit({
+      ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 {{out_1}}',
+      output_files: { out_1: 'a.png' },
+      vcpu_count: 1,
+    });
     assert.equal((await bob.get(`/v1/commands/${id}`)).status, 404);
     assert.deepEqual((await bob.get('/v1/commands')).body, []);
     assert.equal((await alice.get(`/v1/commands/${id}`)).status, 200);
@@ -235,9 +262,17 @@ describe('commands, embedded mode', () => {
     }
   });
 
-  test('a plan lowered while a command waits: it fails PLAN_LIMIT_EXCEEDED and the account\'s next command runs', async () => {
+  test("a plan lowered while a command waits: it fails PLAN_LIMIT_EXCEEDED and the account's next command runs", async () => {
     const plans = new PlansRepo(svc.service.database.db);
-    await plans.create({ name: 'shrinking', maxVcpus: 4, maxCommandRunSeconds: 300, requestsPerMinute: 1000, storageQuotaBytes: 1e9, processingQuotaBytesPerMonth: 1e10, privateFiles: false });
+    await plans.create({
+      name: 'shrinking',
+      maxVcpus: 4,
+      maxCommandRunSeconds: 300,
+      requestsPerMinute: 1000,
+      storageQuotaBytes: 1e9,
+      processingQuotaBytesPerMonth: 1e10,
+      privateFiles: false,
+    });
     const api = svc.client(await svc.newAccount('shrinking'));
     const body = (vcpus: number, seconds: number) => ({
       ffmpeg_command: `-re -f lavfi -i testsrc=size=32x32:rate=10:duration=${seconds} -c:v libx264 -preset ultrafast {{out_1}}`,

@@ -43,7 +43,9 @@ test('attack surface: database, stored files and keys are private after every st
     const init = await api.post('/v1/files/init-upload', { filename: 'secret.txt', size_bytes: 6, is_private: true });
     const put = await fetch(init.body.upload_urls[0], { method: 'PUT', body: 'secret' });
     assert.equal(put.status, 200);
-    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, { parts: [{ part_number: 1, etag: put.headers.get('etag') }] });
+    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, {
+      parts: [{ part_number: 1, etag: put.headers.get('etag') }],
+    });
     assert.equal(done.status, 200, JSON.stringify(done.body));
 
     // The database folder exists when the database is PGlite (the suite also runs on PostgreSQL).

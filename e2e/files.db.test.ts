@@ -40,7 +40,11 @@ describe('files', () => {
 
     // Its storage URL feeds a command without going through the SSRF guard's exceptions.
     const requestsBefore = media.requests.length;
-    const id = await api.submit({ ffmpeg_command: '-i {{in_1}} -t 0.5 -an {{out_1}}', input_files: { in_1: file.storage_url }, output_files: { out_1: 'cut.mp4' } });
+    const id = await api.submit({
+      ffmpeg_command: '-i {{in_1}} -t 0.5 -an {{out_1}}',
+      input_files: { in_1: file.storage_url },
+      output_files: { out_1: 'cut.mp4' },
+    });
     const { record } = await api.waitForEnd(id);
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
     assert.equal(media.requests.length, requestsBefore);
@@ -48,7 +52,10 @@ describe('files', () => {
 
   test('store-file failures carry error_status and external_error_message; non-media files are stored as other', async () => {
     const api = svc.client(await svc.newAccount('pro'));
-    const missing = await waitForFile(api, (await api.post('/v1/files/store-file', { file_url: `${media.url}/missing/x.mp4` })).body.file_id);
+    const missing = await waitForFile(
+      api,
+      (await api.post('/v1/files/store-file', { file_url: `${media.url}/missing/x.mp4` })).body.file_id,
+    );
     assert.equal(missing.status, 'FAILED');
     assert.equal(missing.error_status, 'UNREACHABLE_INPUT_FILE');
     assert.match(missing.external_error_message, /404/);
@@ -72,10 +79,16 @@ describe('files', () => {
   test('list: outputs and stored files, newest first, no deleted files; delete and bulk delete', async () => {
     const api = svc.client(await svc.newAccount('pro'));
     const stored = await waitForFile(api, (await api.post('/v1/files/store-file', { file_url: `${media.url}/clip.mp4` })).body.file_id);
-    const cmd = await api.submit({ ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}', output_files: { out_1: 'a.png' } });
+    const cmd = await api.submit({
+      ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}',
+      output_files: { out_1: 'a.png' },
+    });
     const out = (await api.waitForEnd(cmd)).record.output_files.out_1;
     const list = await api.get('/v1/files?limit=10');
-    assert.deepEqual(list.body.map((f: any) => f.file_id), [out.file_id, stored.file_id]);
+    assert.deepEqual(
+      list.body.map((f: any) => f.file_id),
+      [out.file_id, stored.file_id],
+    );
     assert.equal(list.body[0].service_store_type, 'OUTPUT');
 
     const del = await api.request('DELETE', `/v1/files/${stored.file_id}`);
@@ -85,7 +98,10 @@ describe('files', () => {
     const after = await api.get(`/v1/files/${stored.file_id}`);
     assert.equal(after.body.is_deleted, true);
     assert.equal(after.body.width, 320, 'metadata stays readable');
-    assert.deepEqual((await api.get('/v1/files')).body.map((f: any) => f.file_id), [out.file_id]);
+    assert.deepEqual(
+      (await api.get('/v1/files')).body.map((f: any) => f.file_id),
+      [out.file_id],
+    );
 
     const other = svc.client(await svc.newAccount('pro'));
     const foreign = await other.post('/v1/files/bulk-delete', { file_ids: [out.file_id] });
@@ -102,7 +118,11 @@ describe('files', () => {
 
   test('private files: the plain URL does not serve them; presigned URLs work for their TTL', async () => {
     const api = svc.client(await svc.newAccount('pro'));
-    const id = await api.submit({ ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}', output_files: { out_1: 'p.png' }, is_private: true });
+    const id = await api.submit({
+      ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}',
+      output_files: { out_1: 'p.png' },
+      is_private: true,
+    });
     const { record } = await api.waitForEnd(id);
     const plain = record.output_files.out_1.storage_url;
     assert.equal(record.output_files.out_1.is_private, true);
@@ -141,7 +161,10 @@ describe('files', () => {
     for (const [method, path, body, loc] of cases) {
       const res = await api.request(method, path, body);
       assert.equal(res.status, 422, `${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-      assert.ok(res.body.detail.some((d: any) => JSON.stringify(d.loc) === JSON.stringify(loc)), `${path}: ${JSON.stringify(res.body.detail)}`);
+      assert.ok(
+        res.body.detail.some((d: any) => JSON.stringify(d.loc) === JSON.stringify(loc)),
+        `${path}: ${JSON.stringify(res.body.detail)}`,
+      );
     }
   });
 });
@@ -152,7 +175,8 @@ test('a file deleted while it downloads stays deleted: no bytes, no STORED', asy
   try {
     const api = svc.client();
     const id = (await api.post('/v1/files/store-file', { file_url: `${media.url}/slow/clip.mp4` })).body.file_id;
-    for (let i = 0; i < 100 && (await api.get(`/v1/files/${id}`)).body.status !== 'DOWNLOADING'; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && (await api.get(`/v1/files/${id}`)).body.status !== 'DOWNLOADING'; i++)
+      await new Promise((r) => setTimeout(r, 50));
     assert.equal((await api.request('DELETE', `/v1/files/${id}`)).status, 200);
     await new Promise((r) => setTimeout(r, 4500)); // the download finishes meanwhile
     const f = (await api.get(`/v1/files/${id}`)).body;

@@ -20,11 +20,22 @@ describe('zip inputs, folders and playlists', () => {
       await makeClip(src, 'video.mp4', 1);
       await makeClip(join(src, 'media'), 'clip.mp4', 1);
       await writeFile(join(src, 'list.txt'), "file 'video.mp4'\nfile 'media/clip.mp4'\n");
-      execFileSync('ffmpeg', ['-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=64x48:rate=5:duration=1', join(src, 'frames', 'img_%03d.png')]);
+      execFileSync('ffmpeg', [
+        '-loglevel',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'testsrc=size=64x48:rate=5:duration=1',
+        join(src, 'frames', 'img_%03d.png'),
+      ]);
       const frames = Array.from({ length: 5 }, (_, i) => `frames/img_${String(i + 1).padStart(3, '0')}.png`);
       await zipFiles(src, ['video.mp4', 'media/clip.mp4', 'list.txt', ...frames], join(dir, 'inputs.zip'));
       await makeClip(dir, 'clip.mp4', 3);
-      execFileSync('python3', ['-c', `import zipfile\nwith zipfile.ZipFile('${join(dir, 'evil.zip')}', 'w') as z: z.writestr('../escape.txt', 'x')`]);
+      execFileSync('python3', [
+        '-c',
+        `import zipfile\nwith zipfile.ZipFile('${join(dir, 'evil.zip')}', 'w') as z: z.writestr('../escape.txt', 'x')`,
+      ]);
     });
     svc = await startService({ allow: [media.allowEntry] });
   });
@@ -36,7 +47,8 @@ describe('zip inputs, folders and playlists', () => {
   test('input_compressed_folder: files by relative path, concat lists, image sequences', async () => {
     const api = svc.client();
     const id = await api.submit({
-      ffmpeg_command: '-f concat -i list.txt -i media/clip.mp4 -framerate 5 -i frames/img_%03d.png -map 0:v -c:v libx264 -preset ultrafast {{out_joined}} -map 1:v -frames:v 1 {{out_frame}} -map 2:v -c:v libx264 -preset ultrafast -pix_fmt yuv420p {{out_seq}}',
+      ffmpeg_command:
+        '-f concat -i list.txt -i media/clip.mp4 -framerate 5 -i frames/img_%03d.png -map 0:v -c:v libx264 -preset ultrafast {{out_joined}} -map 1:v -frames:v 1 {{out_frame}} -map 2:v -c:v libx264 -preset ultrafast -pix_fmt yuv420p {{out_seq}}',
       input_compressed_folder: `${media.url}/inputs.zip`,
       output_files: { out_joined: 'joined.mp4', out_frame: 'frame.png', out_seq: 'seq.mp4' },
     });
@@ -51,7 +63,11 @@ describe('zip inputs, folders and playlists', () => {
 
   test('a zip with ../ names fails the command with INVALID_INPUT_ARCHIVE', async () => {
     const api = svc.client();
-    const id = await api.submit({ ffmpeg_command: '-i escape.txt {{out_1}}', input_compressed_folder: `${media.url}/evil.zip`, output_files: { out_1: 'o.mp4' } });
+    const id = await api.submit({
+      ffmpeg_command: '-i escape.txt {{out_1}}',
+      input_compressed_folder: `${media.url}/evil.zip`,
+      output_files: { out_1: 'o.mp4' },
+    });
     const { record } = await api.waitForEnd(id);
     assert.equal(record.status, 'FAILED');
     assert.equal(record.error_status, 'INVALID_INPUT_ARCHIVE');
@@ -61,7 +77,8 @@ describe('zip inputs, folders and playlists', () => {
   test('OUTPUT_FOLDER: every file the command wrote comes back as one zip', async () => {
     const api = svc.client();
     const id = await api.submit({
-      ffmpeg_command: '-i {{in_1}} -c:v libx264 -preset ultrafast -g 25 -c:a aac -f hls -hls_time 1 -hls_list_size 0 -hls_segment_filename seg_%03d.ts playlist.m3u8',
+      ffmpeg_command:
+        '-i {{in_1}} -c:v libx264 -preset ultrafast -g 25 -c:a aac -f hls -hls_time 1 -hls_list_size 0 -hls_segment_filename seg_%03d.ts playlist.m3u8',
       input_files: { in_1: `${media.url}/clip.mp4` },
       output_files: 'OUTPUT_FOLDER',
     });
@@ -75,7 +92,14 @@ describe('zip inputs, folders and playlists', () => {
     const dir = await mkdtemp(join(tmpdir(), 'ffop-out-'));
     try {
       await writeFile(join(dir, 'out.zip'), zip);
-      const names = execFileSync('python3', ['-c', `import zipfile,sys\nprint('\\n'.join(sorted(zipfile.ZipFile(sys.argv[1]).namelist())))`, join(dir, 'out.zip')]).toString().trim().split('\n');
+      const names = execFileSync('python3', [
+        '-c',
+        `import zipfile,sys\nprint('\\n'.join(sorted(zipfile.ZipFile(sys.argv[1]).namelist())))`,
+        join(dir, 'out.zip'),
+      ])
+        .toString()
+        .trim()
+        .split('\n');
       assert.ok(names.includes('playlist.m3u8'), names.join(','));
       assert.ok(names.includes('seg_000.ts'));
       assert.equal(names.length, folder.file_count);
@@ -107,19 +131,35 @@ describe('zip inputs, folders and playlists', () => {
     assert.equal(entry.file_count, playlist.file_count);
     // Deleting the playlist removes its segments too.
     await api.request('DELETE', `/v1/files/${playlist.file_id}`);
-    const segment = new URL(manifest.split('\n').find((l) => l.endsWith('.ts'))!, playlist.storage_url);
+    const segment = new URL(
+      manifest.split('\n').find((l) => l.endsWith('.ts'))!,
+      playlist.storage_url,
+    );
     assert.equal((await fetch(segment)).status, 404);
   });
 
   test('playlist and folder rules are 422s', async () => {
     const api = svc.client();
-    const r1 = await api.post('/v1/run-ffmpeg-command', { ffmpeg_command: '-i {{in_1}} {{out_playlist_1}}', input_files: { in_1: `${media.url}/clip.mp4` }, output_files: { out_playlist_1: 'a.mp4' } });
+    const r1 = await api.post('/v1/run-ffmpeg-command', {
+      ffmpeg_command: '-i {{in_1}} {{out_playlist_1}}',
+      input_files: { in_1: `${media.url}/clip.mp4` },
+      output_files: { out_playlist_1: 'a.mp4' },
+    });
     assert.equal(r1.status, 422);
     assert.deepEqual(r1.body.detail[0].loc, ['body', 'output_files', 'out_playlist_1']);
-    const r2 = await api.post('/v1/run-ffmpeg-command', { ffmpeg_command: '-i {{in_1}} x.mp4', input_files: { in_1: `${media.url}/clip.mp4` }, input_compressed_folder: `${media.url}/inputs.zip`, output_files: 'OUTPUT_FOLDER' });
+    const r2 = await api.post('/v1/run-ffmpeg-command', {
+      ffmpeg_command: '-i {{in_1}} x.mp4',
+      input_files: { in_1: `${media.url}/clip.mp4` },
+      input_compressed_folder: `${media.url}/inputs.zip`,
+      output_files: 'OUTPUT_FOLDER',
+    });
     assert.equal(r2.status, 422);
     assert.deepEqual(r2.body.detail[0].loc, ['body', 'input_compressed_folder']);
-    const r3 = await api.post('/v1/run-ffmpeg-command', { ffmpeg_command: '-i {{in_1}} /tmp/x.mp4', input_files: { in_1: `${media.url}/clip.mp4` }, output_files: 'OUTPUT_FOLDER' });
+    const r3 = await api.post('/v1/run-ffmpeg-command', {
+      ffmpeg_command: '-i {{in_1}} /tmp/x.mp4',
+      input_files: { in_1: `${media.url}/clip.mp4` },
+      output_files: 'OUTPUT_FOLDER',
+    });
     assert.equal(r3.status, 422);
   });
 });

@@ -54,7 +54,10 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
     if (slow) path = path.slice('/slow'.length);
     const file = normalize(join(dir, path));
     if (!file.startsWith(dir + '/')) return void res.writeHead(400).end();
-    const size = await stat(file).then((s) => s.size, () => null);
+    const size = await stat(file).then(
+      (s) => s.size,
+      () => null,
+    );
     if (size === null) return void res.writeHead(404).end('not found');
     res.writeHead(200, { 'content-length': size, 'content-type': 'application/octet-stream' });
     if (!slow) return void createReadStream(file).pipe(res);
@@ -68,7 +71,9 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
     res.end();
   };
   // A malformed path or a failed read ends that one answer, never the test process.
-  const server: Server = createServer((req, res) => void answer(req, res).catch(() => (res.headersSent ? res.destroy() : res.writeHead(400).end())));
+  const server: Server = createServer(
+    (req, res) => void answer(req, res).catch(() => (res.headersSent ? res.destroy() : res.writeHead(400).end())),
+  );
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
   return {
@@ -89,9 +94,30 @@ export async function startMediaServer(populate: (dir: string) => Promise<unknow
 /** A 2 s 320x240 H.264/AAC clip, generated with ffmpeg's test sources. */
 export async function makeClip(dir: string, name = 'clip.mp4', seconds = 2): Promise<string> {
   const path = join(dir, name);
-  await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `testsrc=size=320x240:rate=25:duration=${seconds}`,
-    '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`, '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
-    '-c:a', 'aac', '-shortest', path]);
+  await run('ffmpeg', [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    `testsrc=size=320x240:rate=25:duration=${seconds}`,
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=440:duration=${seconds}`,
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'aac',
+    '-shortest',
+    path,
+  ]);
   return path;
 }
 

@@ -32,12 +32,23 @@ async function upload(api: ApiClient, filename: string, data: Buffer, isPrivate:
 }
 
 /** A request from a chosen loopback address (127.0.0.0/8 all reach the service), as another client would. */
-function requestFrom(localAddress: string, url: string, key: string, headers: Record<string, string> = {}): Promise<{ status: number; retryAfter: string | undefined; body: any }> {
+function requestFrom(
+  localAddress: string,
+  url: string,
+  key: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; retryAfter: string | undefined; body: any }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { localAddress, headers: { 'x-api-key': key, ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], body: JSON.parse(Buffer.concat(chunks).toString()) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          retryAfter: res.headers['retry-after'],
+          body: JSON.parse(Buffer.concat(chunks).toString()),
+        }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -56,10 +67,14 @@ describe('hostile requests', () => {
   test('attack: a GET with a 20 MiB body is answered without reading it, and the service keeps answering', async () => {
     const api = svc.client(await svc.newAccount('pro'));
     const answer = await new Promise<number>((resolve, reject) => {
-      const req = request(`${svc.url}/v1/commands`, { method: 'GET', headers: { 'x-api-key': api.key, 'content-length': String(20 * MiB) } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${svc.url}/v1/commands`,
+        { method: 'GET', headers: { 'x-api-key': api.key, 'content-length': String(20 * MiB) } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', () => {}); // the service may close the connection before all of it is sent
       req.write(randomBytes(MiB));
       setTimeout(() => req.destroy(), 2000);
@@ -69,7 +84,7 @@ describe('hostile requests', () => {
     assert.equal((await api.get('/v1/commands')).status, 200);
   });
 
-  test('attack: an input URL on this service\'s storage with an encoded path is refused at submit, naming the input', async () => {
+  test("attack: an input URL on this service's storage with an encoded path is refused at submit, naming the input", async () => {
     const owner = svc.client(await svc.newAccount('pro'));
     const clip = await readFile(await makeClip(svc.dataDir, 'secret.mp4'));
     const fileId = await upload(owner, 'secret.mp4', clip, true);
@@ -87,9 +102,21 @@ describe('hostile requests', () => {
     ]) {
       const url = `${svc.url}/storage/${path}`;
       for (const [endpoint, body, loc] of [
-        ['/v1/run-ffmpeg-command', { ffmpeg_command: '-i {{in_1}} -c copy {{out_1}}', input_files: { in_1: url }, output_files: { out_1: 'stolen.mp4' } }, ['body', 'input_files', 'in_1']],
-        ['/v1/run-chained-ffmpeg-commands', { ffmpeg_commands: ['-i {{in_1}} -c copy {{out_1}}'], input_files: { in_1: url }, output_files: { out_1: 'stolen.mp4' } }, ['body', 'input_files', 'in_1']],
-        ['/v1/run-ffmpeg-command', { ffmpeg_command: '-i secret.mp4 -c copy {{out_1}}', input_compressed_folder: url, output_files: { out_1: 'stolen.mp4' } }, ['body', 'input_compressed_folder']],
+        [
+          '/v1/run-ffmpeg-command',
+          { ffmpeg_command: '-i {{in_1}} -c copy {{out_1}}', input_files: { in_1: url }, output_files: { out_1: 'stolen.mp4' } },
+          ['body', 'input_files', 'in_1'],
+        ],
+        [
+          '/v1/run-chained-ffmpeg-commands',
+          { ffmpeg_commands: ['-i {{in_1}} -c copy {{out_1}}'], input_files: { in_1: url }, output_files: { out_1: 'stolen.mp4' } },
+          ['body', 'input_files', 'in_1'],
+        ],
+        [
+          '/v1/run-ffmpeg-command',
+          { ffmpeg_command: '-i secret.mp4 -c copy {{out_1}}', input_compressed_folder: url, output_files: { out_1: 'stolen.mp4' } },
+          ['body', 'input_compressed_folder'],
+        ],
         ['/v1/files/store-file', { file_url: url }, ['body', 'file_url']],
       ] as const) {
         const res = await thief.post(endpoint, body);
@@ -102,7 +129,7 @@ describe('hostile requests', () => {
     assert.deepEqual((await thief.get('/v1/files')).body, [], 'a file was created');
   });
 
-  test('attack: a 100-byte upload\'s part URL refuses 40 MiB; nothing is kept and the upload still completes', async () => {
+  test("attack: a 100-byte upload's part URL refuses 40 MiB; nothing is kept and the upload still completes", async () => {
     const api = svc.client(await svc.newAccount('pro'));
     const init = await api.post('/v1/files/init-upload', { filename: 'small.bin', size_bytes: 100 });
     assert.equal(init.status, 200, JSON.stringify(init.body));
@@ -122,7 +149,9 @@ describe('hostile requests', () => {
     const data = randomBytes(100);
     const ok = await fetch(url, { method: 'PUT', body: data });
     assert.equal(ok.status, 200);
-    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, { parts: [{ part_number: 1, etag: ok.headers.get('etag') }] });
+    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, {
+      parts: [{ part_number: 1, etag: ok.headers.get('etag') }],
+    });
     assert.equal(done.status, 200, JSON.stringify(done.body));
   });
 
@@ -151,7 +180,9 @@ describe('hostile requests', () => {
     const url = `${svc.url}/v1/commands`;
     for (let i = 0; i < 30; i++) {
       // A forged X-Forwarded-For per attempt does not make the attacker someone else.
-      const res = await requestFrom('127.0.0.3', url, `ffo_000000000000_${randomBytes(16).toString('hex')}`, { 'x-forwarded-for': `198.51.100.${i}` });
+      const res = await requestFrom('127.0.0.3', url, `ffo_000000000000_${randomBytes(16).toString('hex')}`, {
+        'x-forwarded-for': `198.51.100.${i}`,
+      });
       assert.equal(res.status, 401, `attempt ${i + 1}`);
     }
     const limited = await requestFrom('127.0.0.3', url, 'ffo_000000000000_guess');

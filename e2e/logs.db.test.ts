@@ -8,9 +8,15 @@ test('JSON log lines with command_id on every line about a command', async () =>
   const svc = await startService({ logLines: lines });
   try {
     const api = svc.client();
-    const id = await api.submit({ ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}', output_files: { out_1: 'a.png' } });
+    const id = await api.submit({
+      ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}',
+      output_files: { out_1: 'a.png' },
+    });
     await api.waitForEnd(id);
-    const bad = await api.submit({ ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -c:v nope {{out_1}}', output_files: { out_1: 'a.mp4' } });
+    const bad = await api.submit({
+      ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -c:v nope {{out_1}}',
+      output_files: { out_1: 'a.mp4' },
+    });
     await api.waitForEnd(bad);
   } finally {
     await svc.close();

@@ -24,25 +24,50 @@ describe('the commands real clients send', () => {
       await makeClip(dir, 'part2.mp4', 1);
       await writeFile(join(dir, 'captions.srt'), '1\n00:00:00,000 --> 00:00:01,500\nHello from the captions\n');
       await copyFile(FONT, join(dir, 'brand.ttf'));
-      await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=red:s=64x32', '-frames:v', '1', join(dir, 'logo.png')]);
+      await run('ffmpeg', [
+        '-hide_banner',
+        '-loglevel',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'color=c=red:s=64x32',
+        '-frames:v',
+        '1',
+        join(dir, 'logo.png'),
+      ]);
       // A zip as a Rendi user builds it: the video, an ASS script naming a font family, the font.
       const zipSrc = join(dir, 'src');
       await mkdir(join(zipSrc, 'fonts'), { recursive: true });
       await makeClip(zipSrc, 'video.mp4', 2);
       await makeClip(zipSrc, 'b.mp4', 1);
       await copyFile(FONT, join(zipSrc, 'fonts', 'brand.ttf'));
-      await writeFile(join(zipSrc, 'subs.ass'), [
-        '[Script Info]', 'ScriptType: v4.00+', 'PlayResX: 320', 'PlayResY: 240', '',
-        '[V4+ Styles]',
-        'Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding',
-        'Style: Default,DejaVu Sans,24,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1', '',
-        '[Events]', 'Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text',
-        'Dialogue: 0,0:00:00.00,0:00:01.50,Default,,0,0,0,,Karaoke line', '',
-      ].join('\n'));
+      await writeFile(
+        join(zipSrc, 'subs.ass'),
+        [
+          '[Script Info]',
+          'ScriptType: v4.00+',
+          'PlayResX: 320',
+          'PlayResY: 240',
+          '',
+          '[V4+ Styles]',
+          'Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding',
+          'Style: Default,DejaVu Sans,24,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1',
+          '',
+          '[Events]',
+          'Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text',
+          'Dialogue: 0,0:00:00.00,0:00:01.50,Default,,0,0,0,,Karaoke line',
+          '',
+        ].join('\n'),
+      );
       await writeFile(join(zipSrc, 'list.txt'), "file 'video.mp4'\nfile 'b.mp4'\n");
       // Names as people give them: spaces and parentheses.
       await copyFile(join(zipSrc, 'subs.ass'), join(zipSrc, 'My Subs (FR).ass'));
-      await zipFiles(zipSrc, ['video.mp4', 'b.mp4', 'subs.ass', 'My Subs (FR).ass', 'fonts/brand.ttf', 'list.txt'], join(dir, 'project.zip'));
+      await zipFiles(
+        zipSrc,
+        ['video.mp4', 'b.mp4', 'subs.ass', 'My Subs (FR).ass', 'fonts/brand.ttf', 'list.txt'],
+        join(dir, 'project.zip'),
+      );
     });
     svc = await startService({ allow: [media.allowEntry] });
   });
@@ -89,9 +114,10 @@ describe('the commands real clients send', () => {
     assert.equal(record.output_files.out_1.codec, 'h264');
   });
 
-  test("drawtext with a font input and escaped text inside -filter_complex", async () => {
+  test('drawtext with a font input and escaped text inside -filter_complex', async () => {
     const record = await runToSuccess({
-      ffmpeg_command: "-i {{in_1}} -filter_complex \"[0:v]drawtext=fontfile={{in_font}}:text='LEVEL\\: 3':fontsize=42:x=10:y=10[v]\" -map [v] -map 0:a {{out_1}}",
+      ffmpeg_command:
+        '-i {{in_1}} -filter_complex "[0:v]drawtext=fontfile={{in_font}}:text=\'LEVEL\\: 3\':fontsize=42:x=10:y=10[v]" -map [v] -map 0:a {{out_1}}',
       input_files: { in_1: `${media.url}/video.mp4`, in_font: `${media.url}/brand.ttf` },
       output_files: { out_1: 'level.mp4' },
     });

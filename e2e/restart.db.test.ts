@@ -12,9 +12,11 @@ import { ApiClient, freePort } from './harness.ts';
 
 const MAIN = fileURLToPath(new URL('../api/main.ts', import.meta.url));
 
-
 function startProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   return new Promise((resolve, reject) => {
     let err = '';
     child.stderr.on('data', (d: Buffer) => {

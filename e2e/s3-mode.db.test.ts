@@ -51,7 +51,12 @@ describe('embedded mode with S3 storage', () => {
     assert.equal((await probeJson(out.storage_url)).streams[0].width, 160);
 
     // The output feeds the next command straight from S3.
-    const next = await api.submit({ ffmpeg_command: '-i {{in_1}} -frames:v 1 {{out_1}}', input_files: { in_1: out.storage_url }, output_files: { out_1: 'f.png' }, is_private: true });
+    const next = await api.submit({
+      ffmpeg_command: '-i {{in_1}} -frames:v 1 {{out_1}}',
+      input_files: { in_1: out.storage_url },
+      output_files: { out_1: 'f.png' },
+      is_private: true,
+    });
     const second = (await api.waitForEnd(next)).record;
     assert.equal(second.status, 'SUCCESS', JSON.stringify(second));
     const plain = second.output_files.out_1.storage_url;
@@ -71,7 +76,10 @@ describe('embedded mode with S3 storage', () => {
     assert.ok(init.body.upload_urls[0].startsWith(s3.settings.endpoint));
     const parts = [];
     for (let i = 0; i < 3; i++) {
-      const res = await fetch(init.body.upload_urls[i], { method: 'PUT', body: new Uint8Array(data.subarray(i * 5 * 1024 * 1024, (i + 1) * 5 * 1024 * 1024)) });
+      const res = await fetch(init.body.upload_urls[i], {
+        method: 'PUT',
+        body: new Uint8Array(data.subarray(i * 5 * 1024 * 1024, (i + 1) * 5 * 1024 * 1024)),
+      });
       assert.equal(res.status, 200, await res.text());
       parts.push({ part_number: i + 1, etag: res.headers.get('etag')! });
     }

@@ -50,7 +50,9 @@ describe('direct uploads', () => {
     assert.equal(init.body.part_size, 5 * MiB);
     assert.equal(init.body.upload_urls.length, 3);
     const etags = await putParts(init.body.upload_urls, data, init.body.part_size);
-    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, { parts: etags.map((etag, i) => ({ part_number: i + 1, etag })) });
+    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, {
+      parts: etags.map((etag, i) => ({ part_number: i + 1, etag })),
+    });
     assert.equal(done.status, 200, JSON.stringify(done.body));
     assert.equal(done.body.status, 'UPLOADED');
     const stored = await waitStored(api, init.body.file_id);
@@ -87,7 +89,9 @@ describe('direct uploads', () => {
     parts[1].etag = etag2;
     const disordered = await api.post(`/v1/files/${id}/complete-upload`, { parts: [parts[1], parts[0], parts[2]] });
     assert.equal(disordered.status, 422, JSON.stringify(disordered.body));
-    const wrong = await api.post(`/v1/files/${id}/complete-upload`, { parts: [parts[0], { part_number: 2, etag: '"0123456789abcdef0123456789abcdef"' }, parts[2]] });
+    const wrong = await api.post(`/v1/files/${id}/complete-upload`, {
+      parts: [parts[0], { part_number: 2, etag: '"0123456789abcdef0123456789abcdef"' }, parts[2]],
+    });
     assert.equal(wrong.status, 422);
     assert.match(JSON.stringify(wrong.body), /ETag/i);
     const still = await api.get(`/v1/files/${id}`);
@@ -134,10 +138,15 @@ describe('direct uploads', () => {
     const { confinement, uids } = await testConfinement();
     const tasksAt = (days: number) =>
       new FileTasks({
-        files: service.files, accounts: service.accounts, storage: service.storage, logger: createLogger('silent'),
+        files: service.files,
+        accounts: service.accounts,
+        storage: service.storage,
+        logger: createLogger('silent'),
         prober: new FileProber({ confinement, uids }),
-        workDir: `${svc.dataDir}/work`, download: { maxBytes: 1e9, timeoutSeconds: 10, allow: [] },
-        abandonedUploadSeconds: 7 * 86400, clock: () => new Date(Date.now() + days * 86400_000),
+        workDir: `${svc.dataDir}/work`,
+        download: { maxBytes: 1e9, timeoutSeconds: 10, allow: [] },
+        abandonedUploadSeconds: 7 * 86400,
+        clock: () => new Date(Date.now() + days * 86400_000),
       });
     await tasksAt(6.9).pass();
     assert.equal((await api.get(`/v1/files/${init.body.file_id}`)).body.status, 'QUEUED');
@@ -157,7 +166,7 @@ describe('direct uploads', () => {
     assert.match(res.body.detail, /storage quota/);
   });
 
-  test('rate limit: past the plan\'s requests per minute a key gets 429 with Retry-After', async () => {
+  test("rate limit: past the plan's requests per minute a key gets 429 with Retry-After", async () => {
     const api = svc.client(await svc.newAccount('free')); // 120 per minute
     let limited: Awaited<ReturnType<ApiClient['get']>> | null = null;
     // 120 tokens refilled at 2 per second: a slow machine needs more than 121 requests to run out.

@@ -12,7 +12,11 @@ describe('request validation', () => {
     await svc?.close();
   });
 
-  const good = { ffmpeg_command: '-i {{in_1}} {{out_1}}', input_files: { in_1: 'https://example.com/a.mp4' }, output_files: { out_1: 'o.mp4' } };
+  const good = {
+    ffmpeg_command: '-i {{in_1}} {{out_1}}',
+    input_files: { in_1: 'https://example.com/a.mp4' },
+    output_files: { out_1: 'o.mp4' },
+  };
 
   async function expect422(body: unknown, loc: (string | number)[], type?: string, path = '/v1/run-ffmpeg-command', msg?: RegExp) {
     const res = await svc.client().request('POST', path, body);
@@ -47,7 +51,8 @@ describe('request validation', () => {
   });
 
   test('the command line: undeclared aliases, paths outside the folder, protocols, unterminated quotes', async () => {
-    const cmd = (ffmpeg_command: string, rx: RegExp) => expect422({ ...good, ffmpeg_command }, ['body', 'ffmpeg_command'], 'value_error', undefined, rx);
+    const cmd = (ffmpeg_command: string, rx: RegExp) =>
+      expect422({ ...good, ffmpeg_command }, ['body', 'ffmpeg_command'], 'value_error', undefined, rx);
     await cmd('-i {{in_2}} {{out_1}}', /in_2/);
     await cmd('-i /etc/passwd {{out_1}}', /absolute|\/etc\/passwd/);
     await cmd('-i ../secret.mp4 {{out_1}}', /\.\./);
@@ -55,7 +60,13 @@ describe('request validation', () => {
     await cmd('-i "{{in_1}} {{out_1}}', /quote/i);
     await cmd('-i {{in_1}} -filter_complex "movie=/etc/passwd" {{out_1}}', /movie/);
     await expect422({ ...good, ffmpeg_command: '-i {{in_1}} -c copy o2.mp4' }, ['body', 'ffmpeg_command']);
-    await expect422({ ...good, output_files: { out_1: 'o.mp4', out_2: 'p.mp4' } }, ['body', 'output_files'], 'value_error', undefined, /out_2/);
+    await expect422(
+      { ...good, output_files: { out_1: 'o.mp4', out_2: 'p.mp4' } },
+      ['body', 'output_files'],
+      'value_error',
+      undefined,
+      /out_2/,
+    );
   });
 
   test('the backslash-escaped placeholder form is accepted', async () => {
@@ -76,9 +87,25 @@ describe('request validation', () => {
     const path = '/v1/run-chained-ffmpeg-commands';
     await expect422({ ...chain, ffmpeg_commands: Array(11).fill('-i {{in_1}} {{out_1}}') }, ['body', 'ffmpeg_commands'], 'too_long', path);
     await expect422({ ...chain, ffmpeg_commands: [] }, ['body', 'ffmpeg_commands'], 'too_short', path);
-    await expect422({ ...chain, ffmpeg_commands: ['-i {{out_2}} {{out_1}}', '-i {{in_1}} {{out_2}}'], output_files: { out_1: 'a.mp4', out_2: 'b.mp4' } }, ['body', 'ffmpeg_commands', 0], 'value_error', path);
-    await expect422({ ...chain, input_compressed_folder: 'https://example.com/in.zip' }, ['body', 'input_compressed_folder'], undefined, path);
-    const ok = await svc.client().post(path, { ...chain, ffmpeg_commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'], output_files: { out_1: 'a.mp4', out_2: 'b.mp4' } });
+    await expect422(
+      { ...chain, ffmpeg_commands: ['-i {{out_2}} {{out_1}}', '-i {{in_1}} {{out_2}}'], output_files: { out_1: 'a.mp4', out_2: 'b.mp4' } },
+      ['body', 'ffmpeg_commands', 0],
+      'value_error',
+      path,
+    );
+    await expect422(
+      { ...chain, input_compressed_folder: 'https://example.com/in.zip' },
+      ['body', 'input_compressed_folder'],
+      undefined,
+      path,
+    );
+    const ok = await svc
+      .client()
+      .post(path, {
+        ...chain,
+        ffmpeg_commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
+        output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
+      });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
   });
 
@@ -116,7 +143,13 @@ describe('request validation', () => {
   test('401 on every endpoint for a missing, malformed or revoked key', async () => {
     const revokedKey = await svc.newAccount('pro');
     await svc.service.accounts.revokeKey(revokedKey.split('_')[1], new Date());
-    for (const key of ['', 'nope', 'ffo_000000000000_' + 'a'.repeat(32), revokedKey, svc.key.slice(0, -1) + (svc.key.endsWith('A') ? 'B' : 'A')]) {
+    for (const key of [
+      '',
+      'nope',
+      'ffo_000000000000_' + 'a'.repeat(32),
+      revokedKey,
+      svc.key.slice(0, -1) + (svc.key.endsWith('A') ? 'B' : 'A'),
+    ]) {
       const api = svc.client(key);
       for (const [method, path] of [
         ['POST', '/v1/run-ffmpeg-command'],
@@ -162,7 +195,11 @@ describe('hostile details found by fuzzing', () => {
   after(async () => {
     await svc?.close();
   });
-  const good = { ffmpeg_command: '-i {{in_1}} {{out_1}}', input_files: { in_1: 'https://example.com/a.mp4' }, output_files: { out_1: 'o.mp4' } };
+  const good = {
+    ffmpeg_command: '-i {{in_1}} {{out_1}}',
+    input_files: { in_1: 'https://example.com/a.mp4' },
+    output_files: { out_1: 'o.mp4' },
+  };
 
   test('strings the database cannot store are 422s, not 500s', async () => {
     const api = svc.client();
@@ -182,7 +219,11 @@ describe('hostile details found by fuzzing', () => {
 
   test('reserved keys, infinite numbers, huge offsets, wrong content types and bad UTF-8 are 422s', async () => {
     const api = svc.client();
-    const proto = await api.request('POST', '/v1/run-ffmpeg-command', '{"ffmpeg_command":"-i {{in_1}} {{out_1}}","input_files":{"in_1":"https://example.com/a.mp4"},"output_files":{"out_1":"o.mp4","__proto__":"x.mp4"}}');
+    const proto = await api.request(
+      'POST',
+      '/v1/run-ffmpeg-command',
+      '{"ffmpeg_command":"-i {{in_1}} {{out_1}}","input_files":{"in_1":"https://example.com/a.mp4"},"output_files":{"out_1":"o.mp4","__proto__":"x.mp4"}}',
+    );
     assert.equal(proto.status, 422);
     assert.deepEqual(proto.body.detail[0].loc, ['body', 'output_files', '__proto__']);
     const inf = await api.request('POST', '/v1/run-ffmpeg-command', JSON.stringify(good).replace('}', ',"metadata":{"n":1e309}}'));

@@ -160,7 +160,13 @@ export class KubernetesBackend implements JobBackend {
             priorityClassName: this.o.priorityClassName,
             // On the node's network a pod still resolves the API's Service name only with this DNS policy.
             ...(this.o.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
-            securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 10001,
+              runAsGroup: 10001,
+              fsGroup: 10001,
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
             containers: [
               {
                 name: RUNNER_CONTAINER,
@@ -276,7 +282,12 @@ export class KubernetesBackend implements JobBackend {
     this.emit(ref, { type: 'result', ok: false, ffmpegSeconds: null, inputBytes: 0, ...failure });
   }
 
-  private async describeFailure(job: V1Job, type: string, reason?: string, message?: string): Promise<{ errorStatus: ErrorStatus; errorMessage: string }> {
+  private async describeFailure(
+    job: V1Job,
+    type: string,
+    reason?: string,
+    message?: string,
+  ): Promise<{ errorStatus: ErrorStatus; errorMessage: string }> {
     if (reason === 'DeadlineExceeded') {
       return {
         errorStatus: ErrorStatus.DEADLINE_EXCEEDED,
@@ -286,7 +297,10 @@ export class KubernetesBackend implements JobBackend {
     let detail = message ?? reason ?? type;
     try {
       const pods = await this.core.listNamespacedPod({ namespace: this.o.namespace, labelSelector: `job-name=${job.metadata!.name}` });
-      const terminated = pods.items.flatMap((p) => p.status?.containerStatuses ?? []).map((s) => s.state?.terminated).find(Boolean);
+      const terminated = pods.items
+        .flatMap((p) => p.status?.containerStatuses ?? [])
+        .map((s) => s.state?.terminated)
+        .find(Boolean);
       if (terminated?.reason === 'OOMKilled') {
         const limit = job.spec?.template.spec?.containers[0]?.resources?.limits?.memory;
         return {
@@ -294,7 +308,8 @@ export class KubernetesBackend implements JobBackend {
           errorMessage: `the step went over its memory limit of ${limit} (the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT) and its runner was killed`,
         };
       }
-      if (terminated) detail = `the runner exited with code ${terminated.exitCode}${terminated.message ? `: ${terminated.message.trim().slice(-1000)}` : ''}`;
+      if (terminated)
+        detail = `the runner exited with code ${terminated.exitCode}${terminated.message ? `: ${terminated.message.trim().slice(-1000)}` : ''}`;
     } catch {
       /* keep the Job's own words */
     }

@@ -52,7 +52,14 @@ export interface RunningOperator {
 
 export function startOperator(o: OperatorOptions): RunningOperator {
   const logger = o.logger.child({ operator: o.identity });
-  const leadership = electLeader({ kubeconfig: o.kubeconfig, namespace: o.namespace, name: LEADER_LEASE, identity: o.identity, logger, leaseSeconds: o.leaseSeconds });
+  const leadership = electLeader({
+    kubeconfig: o.kubeconfig,
+    namespace: o.namespace,
+    name: LEADER_LEASE,
+    identity: o.identity,
+    logger,
+    leaseSeconds: o.leaseSeconds,
+  });
   let engine: Engine | null = null;
   let backend: KubernetesBackend | null = null;
   let resources: CommandResources | null = null;
@@ -91,8 +98,17 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
       hooks: {
         onCommandChanged: (id) =>
-          commandResources.mirror(id, () => commands.findById(id), async () =>
-            (await commands.outputFiles(id)).map((f) => ({ alias: f.alias ?? '', fileId: f.id, fileName: f.fileName, sizeBytes: f.sizeBytes, storageKey: f.storageKey })),
+          commandResources.mirror(
+            id,
+            () => commands.findById(id),
+            async () =>
+              (await commands.outputFiles(id)).map((f) => ({
+                alias: f.alias ?? '',
+                fileId: f.id,
+                fileName: f.fileName,
+                sizeBytes: f.sizeBytes,
+                storageKey: f.storageKey,
+              })),
           ),
         ensureResource: (command) => commandResources.ensure(command, commands),
       },

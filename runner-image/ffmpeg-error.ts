@@ -6,7 +6,8 @@
 const MAX_CHARS = 1500;
 
 // Report and progress lines: what ffmpeg prints on a run that works too.
-const REPORT_LINE = /^(Input #|Output #|Stream mapping:|Press \[q\]|frame=|size=|video:|\[(?:libx264|libx265|aac|h264|hevc) @ [^\]]+\] (?:using cpu|profile|264 -|frame |mb |kb\/s|ref |Qavg|consecutive|coded y|i16|i8|Weighted|8x8|direct|final ratefactor))/;
+const REPORT_LINE =
+  /^(Input #|Output #|Stream mapping:|Press \[q\]|frame=|size=|video:|\[(?:libx264|libx265|aac|h264|hevc) @ [^\]]+\] (?:using cpu|profile|264 -|frame |mb |kb\/s|ref |Qavg|consecutive|coded y|i16|i8|Weighted|8x8|direct|final ratefactor))/;
 
 /** Lines that are neither indented report details nor report or progress lines. */
 function causeLines(lines: string[]): string[] {
@@ -14,10 +15,14 @@ function causeLines(lines: string[]): string[] {
 }
 
 export function ffmpegErrorText(stderrTail: string): string {
-  const lines = stderrTail.split('\n').map((line) => line.trimEnd()).filter((line) => line !== '');
+  const lines = stderrTail
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line !== '');
   const causes = causeLines(lines).slice(-6);
   const tail = lines.slice(-8);
   const rest = tail.filter((line) => !causes.includes(line));
-  const text = rest.length > 0 && causes.length > 0 ? `${causes.join('\n')}\n--\n${rest.join('\n')}` : (causes.length > 0 ? causes : tail).join('\n');
+  const text =
+    rest.length > 0 && causes.length > 0 ? `${causes.join('\n')}\n--\n${rest.join('\n')}` : (causes.length > 0 ? causes : tail).join('\n');
   return text.length > MAX_CHARS ? text.slice(0, MAX_CHARS - 3) + '...' : text;
 }

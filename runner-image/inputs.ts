@@ -26,7 +26,11 @@ export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortS
   let bytes = 0;
   const fetchOne = async (label: string, url: string, source: 'external' | 'storage', folder: string): Promise<string> => {
     const name = fileNameFromUrl(url);
-    if (!name) throw new StepFailure(ErrorStatus.INVALID_INPUT_FILE_NAME, `${label}: the URL ${redact(url)} does not end in a file name (e.g. .../video.mp4)`);
+    if (!name)
+      throw new StepFailure(
+        ErrorStatus.INVALID_INPUT_FILE_NAME,
+        `${label}: the URL ${redact(url)} does not end in a file name (e.g. .../video.mp4)`,
+      );
     const relative = join(INPUT_DIR, folder, safeLocalName(name));
     await mkdir(join(dir, INPUT_DIR, folder), { recursive: true });
     try {

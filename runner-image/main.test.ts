@@ -180,18 +180,14 @@ describe('the runner process (main.ts)', () => {
     assert.deepEqual(await readdir(workRoot), []);
   });
 
-  test(
-    'a warm runner (stdin still open) stopped mid-step by SIGTERM exits 143 too',
-    { timeout: 2_000 },
-    async () => {
-      const runner = startRunner();
-      runner.child.stdin.write(`${JSON.stringify(endlessSpec())}\n`); // stdin stays open, as the local-process backend keeps it
-      await runner.waitFor((e) => e.type === 'stage');
-      runner.child.kill('SIGTERM');
-      assert.equal(await runner.exit, 143, runner.stderr());
-      assert.deepEqual(runner.events.map(label), ['DOWNLOADING']);
-    },
-  );
+  test('a warm runner (stdin still open) stopped mid-step by SIGTERM exits 143 too', { timeout: 2_000 }, async () => {
+    const runner = startRunner();
+    runner.child.stdin.write(`${JSON.stringify(endlessSpec())}\n`); // stdin stays open, as the local-process backend keeps it
+    await runner.waitFor((e) => e.type === 'stage');
+    runner.child.kill('SIGTERM');
+    assert.equal(await runner.exit, 143, runner.stderr());
+    assert.deepEqual(runner.events.map(label), ['DOWNLOADING']);
+  });
 
   test('a runner that cannot confine ffmpeg fails each step INTERNAL_ERROR, saying why', async () => {
     const runner = startRunner({ FFOP_CONFINEMENT_CHECKED: '', FFOP_BWRAP_PATH: '/nonexistent/bwrap' });

@@ -53,7 +53,14 @@ async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void): Promi
     });
   } catch (err) {
     // No confinement, no ffmpeg: the step fails and says why.
-    emit({ type: 'result', ok: false, errorStatus: ErrorStatus.INTERNAL_ERROR, errorMessage: (err as Error).message, ffmpegSeconds: null, inputBytes: 0 });
+    emit({
+      type: 'result',
+      ok: false,
+      errorStatus: ErrorStatus.INTERNAL_ERROR,
+      errorMessage: (err as Error).message,
+      ffmpegSeconds: null,
+      inputBytes: 0,
+    });
   }
 }
 
@@ -74,13 +81,18 @@ if (fromEnv === undefined) {
   const attempt = Number(process.env.FFOP_ATTEMPT ?? '1');
   const reportUrl = process.env[RUNNER_ENV.reportUrl];
   const reporter: Reporter | null = reportUrl
-    ? httpReporter(reportUrl, process.env.FFOP_JOB_NAME ?? jobName(spec.commandId, spec.step, attempt), process.env[RUNNER_ENV.reportToken] ?? '')
+    ? httpReporter(
+        reportUrl,
+        process.env.FFOP_JOB_NAME ?? jobName(spec.commandId, spec.step, attempt),
+        process.env[RUNNER_ENV.reportToken] ?? '',
+      )
     : null;
   await runOne(spec, (event) => {
     toStdout(event);
     reporter?.send(event);
   });
-  if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
+  if (abort.signal.aborted)
+    process.exitCode = 143; // stopped from outside: no result of ours
   else if (reporter && !(await reporter.flush())) {
     process.stderr.write('could not deliver the result to the API\n');
     process.exitCode = 1;

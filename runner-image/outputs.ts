@@ -40,7 +40,12 @@ export interface CollectOptions {
   maxFiles: number;
 }
 
-export async function collectOutputs(outputs: StepOutput[], dir: string, before: Map<string, string>, o: CollectOptions): Promise<OutputResult[]> {
+export async function collectOutputs(
+  outputs: StepOutput[],
+  dir: string,
+  before: Map<string, string>,
+  o: CollectOptions,
+): Promise<OutputResult[]> {
   const results: OutputResult[] = [];
   for (const output of outputs) {
     if (output.kind === 'file') results.push(await uploadFile(output, dir, o));
@@ -72,16 +77,29 @@ async function uploadPlaylist(output: StepOutput, dir: string, o: CollectOptions
 
 async function uploadFolder(output: StepOutput, dir: string, before: Map<string, string>, o: CollectOptions): Promise<OutputResult> {
   const after = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
-  const produced = [...after].filter(([name, stamp]) => before.get(name) !== stamp).map(([name]) => name).sort();
+  const produced = [...after]
+    .filter(([name, stamp]) => before.get(name) !== stamp)
+    .map(([name]) => name)
+    .sort();
   if (produced.length === 0) {
-    throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, 'ffmpeg finished but wrote no files into the working folder for OUTPUT_FOLDER');
+    throw new StepFailure(
+      ErrorStatus.OUTPUT_FILE_NOT_CREATED,
+      'ffmpeg finished but wrote no files into the working folder for OUTPUT_FOLDER',
+    );
   }
   checkFileCount(output, produced.length, o.maxFiles);
   await mkdir(join(dir, OUTPUT_DIR), { recursive: true });
   const zipPath = join(dir, OUTPUT_DIR, output.fileName);
   const zip = await zipFiles(dir, produced, zipPath);
   await put(output, zipPath, zip.size, 'application/zip', o.signal);
-  return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: produced.length, compressedSize: zip.size, media: unknownMedia(output.fileName) };
+  return {
+    alias: output.alias,
+    fileName: output.fileName,
+    size: zip.totalBytes,
+    fileCount: produced.length,
+    compressedSize: zip.size,
+    media: unknownMedia(output.fileName),
+  };
 }
 
 function checkFileCount(output: StepOutput, count: number, maxFiles: number): void {
@@ -95,9 +113,15 @@ function checkFileCount(output: StepOutput, count: number, maxFiles: number): vo
 
 async function nonEmptySize(path: string, output: StepOutput): Promise<number> {
   // lstat: a link is not an output (the seccomp filter keeps ffmpeg from making one anyway).
-  const size = await lstat(path).then((s) => (s.isFile() ? s.size : 0), () => 0);
+  const size = await lstat(path).then(
+    (s) => (s.isFile() ? s.size : 0),
+    () => 0,
+  );
   if (size === 0) {
-    throw new StepFailure(ErrorStatus.OUTPUT_FILE_NOT_CREATED, `ffmpeg finished but did not write ${output.alias} (${output.fileName}); check that the command writes to {{${output.alias}}}`);
+    throw new StepFailure(
+      ErrorStatus.OUTPUT_FILE_NOT_CREATED,
+      `ffmpeg finished but did not write ${output.alias} (${output.fileName}); check that the command writes to {{${output.alias}}}`,
+    );
   }
   return size;
 }

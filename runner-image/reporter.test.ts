@@ -65,6 +65,9 @@ describe('httpReporter', () => {
     reporter.send({ type: 'progress', outTimeSeconds: 1, speed: 1 });
     reporter.send(result);
     assert.equal(await reporter.flush(), true);
-    assert.deepEqual(received.map((r) => r.body.event.type), ['result']);
+    assert.deepEqual(
+      received.map((r) => r.body.event.type),
+      ['result'],
+    );
   });
 });

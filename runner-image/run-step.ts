@@ -38,7 +38,6 @@ export interface RunStepOptions {
   podMemoryLimit?: string;
 }
 
-
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
   await mkdir(o.workRoot, { recursive: true });
   const dir = await mkdtemp(join(o.workRoot, 'step-'));
@@ -57,11 +56,15 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       await mkdir(join(dir, OUTPUT_DIR, output.alias), { recursive: true });
       paths.set(output.alias, join(OUTPUT_DIR, output.alias, output.fileName));
     }
-    const argv = buildFfmpegArgv(spec.command, (alias) => {
-      const path = paths.get(alias);
-      if (!path) throw new Error(`no local file for ${alias}`);
-      return path;
-    }, { threads: spec.threads });
+    const argv = buildFfmpegArgv(
+      spec.command,
+      (alias) => {
+        const path = paths.get(alias);
+        if (!path) throw new Error(`no local file for ${alias}`);
+        return path;
+      },
+      { threads: spec.threads },
+    );
     // What is there before ffmpeg runs is not "produced" (OUTPUT_FOLDER).
     const before = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
     if (o.uid !== undefined) await handOver(dir, o.uid);
@@ -90,22 +93,32 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     });
     ffmpegSeconds = run.seconds;
     if (run.timedOut) {
-      throw new StepFailure(ErrorStatus.FFMPEG_TIMEOUT, `ffmpeg ran longer than max_command_run_seconds (${spec.timeoutSeconds} s) and was stopped`);
+      throw new StepFailure(
+        ErrorStatus.FFMPEG_TIMEOUT,
+        `ffmpeg ran longer than max_command_run_seconds (${spec.timeoutSeconds} s) and was stopped`,
+      );
     }
     if (run.aborted) throw new StepFailure(ErrorStatus.INTERRUPTED, 'the step was cancelled while ffmpeg ran');
     if (run.exitCode !== 0) {
-      if (o.podMemoryLimit && (await oomKillCount() ?? 0) > (oomKillsBefore ?? Infinity)) {
+      if (o.podMemoryLimit && ((await oomKillCount()) ?? 0) > (oomKillsBefore ?? Infinity)) {
         throw new StepFailure(
           ErrorStatus.FFMPEG_FAILED,
           `ffmpeg was killed for going over the step's memory limit of ${o.podMemoryLimit} (the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT): ${ffmpegErrorText(run.stderrTail)}`,
         );
       }
-      throw new StepFailure(ErrorStatus.FFMPEG_FAILED, ffmpegFailure(run, { memoryBytes, fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES }));
+      throw new StepFailure(
+        ErrorStatus.FFMPEG_FAILED,
+        ffmpegFailure(run, { memoryBytes, fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES }),
+      );
     }
 
     o.emit({ type: 'stage', stage: ProcessingStage.UPLOADING });
     const prober = new FileProber({ confinement: o.confinement, uid: o.uid, memoryBytes, ffprobePath: o.ffprobePath });
-    const outputs = await collectOutputs(spec.outputs, dir, before, { signal: o.signal, prober, maxFiles: o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES });
+    const outputs = await collectOutputs(spec.outputs, dir, before, {
+      signal: o.signal,
+      prober,
+      maxFiles: o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
+    });
     o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs });
   } catch (err) {
     // Stopped from outside (deadline, deletion, shutdown): whoever stopped it knows why, and its
@@ -123,7 +136,8 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
 function ffmpegFailure(run: FfmpegRunResult, limits: { memoryBytes: number; fileSizeBytes: number }): string {
   const tail = ffmpegErrorText(run.stderrTail);
   const mib = (bytes: number) => `${Math.round(bytes / 1024 ** 2)} MiB`;
-  if (run.signal === 'SIGXFSZ') return `ffmpeg was stopped: an output file grew past the limit of ${mib(limits.fileSizeBytes)} per file: ${tail}`;
+  if (run.signal === 'SIGXFSZ')
+    return `ffmpeg was stopped: an output file grew past the limit of ${mib(limits.fileSizeBytes)} per file: ${tail}`;
   if (run.signal === 'SIGXCPU') return `ffmpeg was stopped: it used more CPU time than allowed: ${tail}`;
   if (/Cannot allocate memory|out of memory|std::bad_alloc/i.test(run.stderrTail)) {
     return `ffmpeg ran out of memory (each run may use at most ${mib(limits.memoryBytes)}): ${tail}`;

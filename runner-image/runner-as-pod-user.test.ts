@@ -18,7 +18,7 @@ import { makeClip, startMediaServer, type MediaServer } from '../e2e/harness.ts'
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const POD_UID = 10001;
 
-describe('the runner as a pod\'s non-root user', { skip: !isRoot() && 'needs root to switch to the pod user' }, () => {
+describe("the runner as a pod's non-root user", { skip: !isRoot() && 'needs root to switch to the pod user' }, () => {
   let media: MediaServer;
   let sink: Server;
   let sinkUrl: string;
@@ -51,25 +51,42 @@ describe('the runner as a pod\'s non-root user', { skip: !isRoot() && 'needs roo
     const spec: StepSpec = {
       commandId: 'pod-user-test',
       step: 0,
-      command: parseFfmpegCommand('-i {{in_1}} -vf scale=64:-2 -an {{out_1}}', { inputAliases: new Set(['in_1']), outputAliases: new Set(['out_1']) }),
+      command: parseFfmpegCommand('-i {{in_1}} -vf scale=64:-2 -an {{out_1}}', {
+        inputAliases: new Set(['in_1']),
+        outputAliases: new Set(['out_1']),
+      }),
       inputs: [{ alias: 'in_1', url: `${media.url}/clip.mp4`, source: 'external' }],
       outputs: [{ alias: 'out_1', fileName: 'small.mp4', kind: 'file', uploadUrl: `${sinkUrl}/out_1` }],
       threads: 1,
       timeoutSeconds: 60,
       download: { maxBytes: 100_000_000, timeoutSeconds: 30, allow: [media.allowEntry] },
     };
-    const runner = spawn('setpriv', [`--reuid=${POD_UID}`, `--regid=${POD_UID}`, '--clear-groups', '--', process.execPath, '--import', 'tsx', 'runner-image/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, FFOP_WORK_ROOT: workRoot, TMPDIR: workRoot, FFOP_RUNNER_CONFINEMENT: 'bwrap', FFOP_REPORT_TOKEN: 'job-token-that-ffmpeg-must-not-see' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const runner = spawn(
+      'setpriv',
+      [`--reuid=${POD_UID}`, `--regid=${POD_UID}`, '--clear-groups', '--', process.execPath, '--import', 'tsx', 'runner-image/main.ts'],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          FFOP_WORK_ROOT: workRoot,
+          TMPDIR: workRoot,
+          FFOP_RUNNER_CONFINEMENT: 'bwrap',
+          FFOP_REPORT_TOKEN: 'job-token-that-ffmpeg-must-not-see',
+        },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     runner.stdin.end(JSON.stringify(spec));
     let stdout = '';
     let stderr = '';
     runner.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
     runner.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     await new Promise((r) => runner.once('close', r));
-    const events = stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as RunnerEvent);
+    const events = stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as RunnerEvent);
     const result = events.find((e) => e.type === 'result');
     assert.ok(result && result.ok, `${JSON.stringify(result)}\n${stderr}`);
     assert.equal(result.outputs[0].media.width, 64);

@@ -10,6 +10,9 @@ bash scripts/ensure-npm-deps.sh
 
 echo "== typecheck"
 npx --no-install tsc --noEmit -p .
+echo "== lint (prettier, eslint, shellcheck)"
+lint_status=0
+bash scripts/lint.sh || lint_status=1
 
 pg_url=$(bash scripts/postgres.sh start)
 # versitygw (a real S3 server that checks signatures), built once into the tools cache.
@@ -22,7 +25,7 @@ mapfile -t unit < <(find core api operator runner-image -name '*.test.ts' ! -nam
 mapfile -t dbtests < <(find core api operator runner-image e2e -name '*.db.test.ts' | sort)
 run() { node --import tsx --test --test-concurrency="${FFOP_TEST_CONCURRENCY:-2}" "$@"; }
 
-status=0
+status=$lint_status
 echo "== unit tests"
 run "${unit[@]}" || status=1
 echo "== database and end-to-end tests on PGlite"

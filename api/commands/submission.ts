@@ -39,7 +39,14 @@ function checkPlan(caller: Caller, req: Common): number {
   return vcpus;
 }
 
-function parseStep(text: string, loc: (string | number)[], inputs: Set<string>, outputs: Set<string>, earlier: Set<string>, outputFolder = false): ParsedCommand {
+function parseStep(
+  text: string,
+  loc: (string | number)[],
+  inputs: Set<string>,
+  outputs: Set<string>,
+  earlier: Set<string>,
+  outputFolder = false,
+): ParsedCommand {
   try {
     return parseFfmpegCommand(text, { inputAliases: inputs, outputAliases: outputs, earlierOutputAliases: earlier, outputFolder });
   } catch (err) {
@@ -64,7 +71,15 @@ function declaredOutputs(outputFiles: Record<string, string> | 'OUTPUT_FOLDER'):
   });
 }
 
-function buildRow(caller: Caller, req: Common, type: CommandType, steps: StoredStep[], originalRequest: Record<string, unknown>, vcpus: number, outputs: DeclaredOutput[]): NewCommandRow {
+function buildRow(
+  caller: Caller,
+  req: Common,
+  type: CommandType,
+  steps: StoredStep[],
+  originalRequest: Record<string, unknown>,
+  vcpus: number,
+  outputs: DeclaredOutput[],
+): NewCommandRow {
   return {
     id: randomUUID(),
     accountId: caller.account.id,
@@ -88,7 +103,10 @@ function checkOutputsUsed(req: Common, steps: ParsedCommand[], loc: (string | nu
   const produced = new Set(steps.flatMap((s) => s.outputAliases));
   const unused = Object.keys(req.output_files).filter((a) => !produced.has(a));
   if (unused.length > 0) {
-    throw invalid(loc, `Value error, ${unused.join(', ')} ${unused.length > 1 ? 'are' : 'is'} declared in output_files but not written by the command; use {{${unused[0]}}} as an output file`);
+    throw invalid(
+      loc,
+      `Value error, ${unused.join(', ')} ${unused.length > 1 ? 'are' : 'is'} declared in output_files but not written by the command; use {{${unused[0]}}} as an output file`,
+    );
   }
 }
 
@@ -118,7 +136,10 @@ export function singleCommandRow(caller: Caller, req: RunCommandRequest): NewCom
 
 export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
   if (req.input_compressed_folder !== undefined && req.input_compressed_folder !== null) {
-    throw invalid(['body', 'input_compressed_folder'], 'Value error, input_compressed_folder is only available for single commands, not chains');
+    throw invalid(
+      ['body', 'input_compressed_folder'],
+      'Value error, input_compressed_folder is only available for single commands, not chains',
+    );
   }
   const vcpus = checkPlan(caller, req);
   const inputs = new Set(Object.keys(req.input_files ?? {}));
@@ -148,5 +169,13 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
     vcpu_count: vcpus,
     ...(req.metadata ? { metadata: req.metadata } : {}),
   };
-  return buildRow(caller, req, CommandType.FFMPEG_CHAINED_COMMANDS, steps.map((command) => ({ command })), original, vcpus, declaredOutputs(req.output_files));
+  return buildRow(
+    caller,
+    req,
+    CommandType.FFMPEG_CHAINED_COMMANDS,
+    steps.map((command) => ({ command })),
+    original,
+    vcpus,
+    declaredOutputs(req.output_files),
+  );
 }

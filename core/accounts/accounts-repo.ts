@@ -84,7 +84,13 @@ export class AccountsRepo {
 
   async listKeys(accountId: string) {
     return this.db
-      .select({ id: apiKeys.id, environment: apiKeys.environment, label: apiKeys.label, createdAt: apiKeys.createdAt, revokedAt: apiKeys.revokedAt })
+      .select({
+        id: apiKeys.id,
+        environment: apiKeys.environment,
+        label: apiKeys.label,
+        createdAt: apiKeys.createdAt,
+        revokedAt: apiKeys.revokedAt,
+      })
       .from(apiKeys)
       .where(eq(apiKeys.accountId, accountId))
       .orderBy(apiKeys.createdAt);

@@ -76,7 +76,11 @@ export const KEYS_CHANGED_CHANNEL = 'ffop_keys_changed';
 /** Forgets every cached key when any process revokes a key or changes an account's plan (migration 0004). */
 export function watchKeyChanges(database: Database): Promise<() => Promise<void>> {
   const cache = sharedKeyCache(database.db);
-  return database.listen(KEYS_CHANGED_CHANNEL, () => cache.forgetAll(), () => cache.forgetAll());
+  return database.listen(
+    KEYS_CHANGED_CHANNEL,
+    () => cache.forgetAll(),
+    () => cache.forgetAll(),
+  );
 }
 
 /** Keys are held by their SHA-256, never as plaintext. */

@@ -15,30 +15,34 @@ async function seenBeforeTheTtl(check: () => Promise<boolean>): Promise<void> {
   }
 }
 
-test('a key revoked or a plan changed by another process takes effect on notification', { skip: testDatabaseKind() === 'pglite' && 'PGlite has one connection, in this process' }, async () => {
-  const { url, drop } = await createTestDatabaseUrl();
-  const api = await openDatabase(url);
-  const cli = await openDatabase(url);
-  const stop = await watchKeyChanges(api);
-  try {
-    const accounts = new AccountsRepo(api.db);
-    const account = await accounts.createAccount('acme', 'pro');
-    const first = await accounts.createKey(account.id, 'main');
-    const second = await accounts.createKey(account.id, 'main');
-    assert.equal((await accounts.authenticate(second.key))?.account.plan.name, 'pro');
+test(
+  'a key revoked or a plan changed by another process takes effect on notification',
+  { skip: testDatabaseKind() === 'pglite' && 'PGlite has one connection, in this process' },
+  async () => {
+    const { url, drop } = await createTestDatabaseUrl();
+    const api = await openDatabase(url);
+    const cli = await openDatabase(url);
+    const stop = await watchKeyChanges(api);
+    try {
+      const accounts = new AccountsRepo(api.db);
+      const account = await accounts.createAccount('acme', 'pro');
+      const first = await accounts.createKey(account.id, 'main');
+      const second = await accounts.createKey(account.id, 'main');
+      assert.equal((await accounts.authenticate(second.key))?.account.plan.name, 'pro');
 
-    await new AccountsRepo(cli.db).setPlan(account.id, 'free');
-    await seenBeforeTheTtl(async () => (await accounts.authenticate(second.key))?.account.plan.name === 'free');
-    await new PlansRepo(cli.db).update('free', { maxVcpus: 3 });
-    await seenBeforeTheTtl(async () => (await accounts.authenticate(second.key))?.account.plan.maxVcpus === 3);
+      await new AccountsRepo(cli.db).setPlan(account.id, 'free');
+      await seenBeforeTheTtl(async () => (await accounts.authenticate(second.key))?.account.plan.name === 'free');
+      await new PlansRepo(cli.db).update('free', { maxVcpus: 3 });
+      await seenBeforeTheTtl(async () => (await accounts.authenticate(second.key))?.account.plan.maxVcpus === 3);
 
-    assert.ok(await accounts.authenticate(first.key));
-    await new AccountsRepo(cli.db).revokeKey(first.id, new Date());
-    await seenBeforeTheTtl(async () => (await accounts.authenticate(first.key)) === null);
-  } finally {
-    await stop();
-    await cli.close();
-    await api.close();
-    await drop();
-  }
-});
+      assert.ok(await accounts.authenticate(first.key));
+      await new AccountsRepo(cli.db).revokeKey(first.id, new Date());
+      await seenBeforeTheTtl(async () => (await accounts.authenticate(first.key)) === null);
+    } finally {
+      await stop();
+      await cli.close();
+      await api.close();
+      await drop();
+    }
+  },
+);

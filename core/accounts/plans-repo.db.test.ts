@@ -32,8 +32,24 @@ async function withDb(fn: (db: Awaited<ReturnType<typeof openTestDatabase>>['db'
 test('the migration creates free and pro with the limits they had when they were code', () =>
   withDb(async (db) => {
     assert.deepEqual(await new PlansRepo(db).list(), [
-      { name: 'free', maxVcpus: 4, maxCommandRunSeconds: 300, privateFiles: false, storageQuotaBytes: 5 * GB, processingQuotaBytesPerMonth: 20 * GB, requestsPerMinute: 120 },
-      { name: 'pro', maxVcpus: 32, maxCommandRunSeconds: 3600, privateFiles: true, storageQuotaBytes: 10_000 * GB, processingQuotaBytesPerMonth: 100_000 * GB, requestsPerMinute: 1200 },
+      {
+        name: 'free',
+        maxVcpus: 4,
+        maxCommandRunSeconds: 300,
+        privateFiles: false,
+        storageQuotaBytes: 5 * GB,
+        processingQuotaBytesPerMonth: 20 * GB,
+        requestsPerMinute: 120,
+      },
+      {
+        name: 'pro',
+        maxVcpus: 32,
+        maxCommandRunSeconds: 3600,
+        privateFiles: true,
+        storageQuotaBytes: 10_000 * GB,
+        processingQuotaBytesPerMonth: 100_000 * GB,
+        requestsPerMinute: 1200,
+      },
     ]);
   }));
 
@@ -58,7 +74,10 @@ test('create a plan; a duplicate name or a bad name or limit is refused and noth
     const plans = new PlansRepo(db);
     assert.deepEqual(await plans.create(small), small);
     assert.deepEqual(await plans.get('small'), small);
-    await assert.rejects(plans.create({ ...small, maxVcpus: 7 }), (e) => e instanceof PlanError && /plan "small" already exists/.test(e.message));
+    await assert.rejects(
+      plans.create({ ...small, maxVcpus: 7 }),
+      (e) => e instanceof PlanError && /plan "small" already exists/.test(e.message),
+    );
     assert.equal((await plans.get('small'))?.maxVcpus, 2, 'the duplicate changed nothing');
     for (const name of ['', 'Big', 'a_b', 'a b', 'x'.repeat(41)]) {
       await assert.rejects(plans.create({ ...small, name }), (e) => e instanceof PlanError && /plan name/.test(e.message), name);
@@ -71,7 +90,10 @@ test('create a plan; a duplicate name or a bad name or limit is refused and noth
       ['storageQuotaBytes', Number.NaN, 'storage_quota_bytes'],
       ['maxVcpus', 2 ** 31, 'max_vcpus'],
     ] as const) {
-      await assert.rejects(plans.create({ ...small, name: 'bad', [field]: value }), (e) => e instanceof PlanError && e.message.startsWith(column));
+      await assert.rejects(
+        plans.create({ ...small, name: 'bad', [field]: value }),
+        (e) => e instanceof PlanError && e.message.startsWith(column),
+      );
     }
     assert.equal(await plans.get('bad'), null);
   }));
@@ -95,7 +117,10 @@ test('accounts take any plan in the database and refuse unknown ones, naming the
     await plans.create(small);
     const a = await repo.createAccount('acme', 'small');
     assert.deepEqual(a.plan, small);
-    await assert.rejects(repo.createAccount('other', 'gold'), (e) => e instanceof PlanError && /unknown plan "gold" \(known: free, pro, small\)/.test(e.message));
+    await assert.rejects(
+      repo.createAccount('other', 'gold'),
+      (e) => e instanceof PlanError && /unknown plan "gold" \(known: free, pro, small\)/.test(e.message),
+    );
     assert.equal(await repo.findAccountByName('other'), null);
     await repo.setPlan(a.id, 'pro');
     assert.equal((await repo.getAccount(a.id))?.plan.name, 'pro');

@@ -17,18 +17,43 @@ const NOW = new Date('2026-11-23T12:00:00Z');
 /** An account on a plan with 1,000 bytes of storage and 5,000 bytes of processing a month. */
 async function quotaFixture() {
   const database = await openTestDatabase();
-  await new PlansRepo(database.db).create({ name: 'tiny', maxVcpus: 2, maxCommandRunSeconds: 60, requestsPerMinute: 10, storageQuotaBytes: 1000, processingQuotaBytesPerMonth: 5000, privateFiles: false });
+  await new PlansRepo(database.db).create({
+    name: 'tiny',
+    maxVcpus: 2,
+    maxCommandRunSeconds: 60,
+    requestsPerMinute: 10,
+    storageQuotaBytes: 1000,
+    processingQuotaBytesPerMonth: 5000,
+    privateFiles: false,
+  });
   const accounts = new AccountsRepo(database.db);
   const account = await accounts.createAccount('acme', 'tiny');
   const caller = (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key)) as Caller;
   const commands = new CommandsRepo(database.db);
   const files = new FilesRepo(database.db);
   const processed = async (bytes: number, createdAt: Date) => {
-    const row = singleCommandRow(caller, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: 1, is_private: false });
+    const row = singleCommandRow(caller, {
+      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
     await commands.insert({ ...row, status: 'SUCCESS', processedBytes: bytes, createdAt });
   };
   const stored = (sizeBytes: number, extra: { isDeleted?: boolean; status?: FileStatus } = {}) =>
-    files.insert({ id: randomUUID(), accountId: account.id, environmentName: 'main', serviceStoreType: StoreType.STORED_FILE, status: extra.status ?? FileStatus.STORED, storageKey: `k/${randomUUID()}`, fileName: 'f.mp4', isPrivate: false, sizeBytes, isDeleted: extra.isDeleted ?? false });
+    files.insert({
+      id: randomUUID(),
+      accountId: account.id,
+      environmentName: 'main',
+      serviceStoreType: StoreType.STORED_FILE,
+      status: extra.status ?? FileStatus.STORED,
+      storageKey: `k/${randomUUID()}`,
+      fileName: 'f.mp4',
+      isPrivate: false,
+      sizeBytes,
+      isDeleted: extra.isDeleted ?? false,
+    });
   return { database, quotas: new Quotas(files, () => NOW), caller, processed, stored };
 }
 
@@ -39,7 +64,10 @@ test('a new command is refused once this month has processed the quota; earlier 
     await f.processed(4999, new Date('2026-11-01T00:00:00Z'));
     await f.quotas.checkNewCommand(f.caller.account);
     await f.processed(1, new Date('2026-11-20T00:00:00Z'));
-    await assert.rejects(f.quotas.checkNewCommand(f.caller.account), (err: Error) => err instanceof QuotaExceeded && /processing quota exceeded: 0\.000 GB processed this month/.test(err.message));
+    await assert.rejects(
+      f.quotas.checkNewCommand(f.caller.account),
+      (err: Error) => err instanceof QuotaExceeded && /processing quota exceeded: 0\.000 GB processed this month/.test(err.message),
+    );
   } finally {
     await f.database.close();
   }
@@ -54,7 +82,10 @@ test('a new command is refused when stored files fill the storage quota; deleted
     await f.quotas.checkNewCommand(f.caller.account);
     await assert.rejects(f.quotas.checkStorage(f.caller.account, 401), /storage quota exceeded/);
     await f.stored(400);
-    await assert.rejects(f.quotas.checkNewCommand(f.caller.account), (err: Error) => err instanceof QuotaExceeded && /storage quota exceeded/.test(err.message));
+    await assert.rejects(
+      f.quotas.checkNewCommand(f.caller.account),
+      (err: Error) => err instanceof QuotaExceeded && /storage quota exceeded/.test(err.message),
+    );
   } finally {
     await f.database.close();
   }

@@ -40,7 +40,9 @@ export class Quotas {
   private refuseProcessing(account: Account, used: number): void {
     const quota = account.plan.processingQuotaBytesPerMonth;
     if (used >= quota) {
-      throw new QuotaExceeded(`processing quota exceeded: ${gb(used)} processed this month of ${gb(quota)} on your plan (${account.plan.name})`);
+      throw new QuotaExceeded(
+        `processing quota exceeded: ${gb(used)} processed this month of ${gb(quota)} on your plan (${account.plan.name})`,
+      );
     }
   }
 

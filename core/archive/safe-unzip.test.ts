@@ -70,13 +70,19 @@ for (const [label, entries, message] of [
     pyZip(zip, entries as any);
     const out = await fresh(`out-${label.replace(/ /g, '-')}`);
     await assert.rejects(safeUnzip(zip, out, limits), (err: Error) => err instanceof ArchiveRefused && message.test(err.message));
-    assert.deepEqual((await readdir(dir)).filter((n) => n.startsWith('evil')), []);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.startsWith('evil')),
+      [],
+    );
   });
 }
 
 test('refuses more inflated bytes than allowed in total', async () => {
   const zip = join(dir, 'big.zip');
-  pyZip(zip, [{ name: 'a.bin', data: 'x'.repeat(600) }, { name: 'b.bin', data: 'y'.repeat(600) }]);
+  pyZip(zip, [
+    { name: 'a.bin', data: 'x'.repeat(600) },
+    { name: 'b.bin', data: 'y'.repeat(600) },
+  ]);
   await assert.rejects(safeUnzip(zip, await fresh('out-big'), { ...limits, maxTotalBytes: 1000 }), /more than 1000 bytes/);
 });
 
@@ -196,14 +202,21 @@ test('attack: many central-directory entries pointing at the same local entry ar
   await refusedWithNothingWritten('same-offset', rawZip(local, directory), /overlap/);
 });
 
-test('attack: an entry whose local header sits inside another entry\'s data is refused', async () => {
+test("attack: an entry whose local header sits inside another entry's data is refused", async () => {
   // The outer stored entry's data is the inner entry (header and bytes): two names, one set of bytes.
   const inner = stored('inner.bin', randomBytes(50 * 1024));
   const innerLocal = Buffer.concat([localHeader(inner), inner.data]);
   const outer = stored('outer.bin', innerLocal);
   const outerHeader = localHeader(outer);
   const body = Buffer.concat([outerHeader, innerLocal]);
-  await refusedWithNothingWritten('nested', rawZip(body, [[outer, 0], [inner, outerHeader.length]]), /overlap/);
+  await refusedWithNothingWritten(
+    'nested',
+    rawZip(body, [
+      [outer, 0],
+      [inner, outerHeader.length],
+    ]),
+    /overlap/,
+  );
 });
 
 test('attack: small entries, each under the per-entry ratio check, inflating far past the archive size are refused', async () => {

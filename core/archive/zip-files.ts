@@ -12,7 +12,9 @@ export async function zipFiles(baseDir: string, names: string[], zipPath: string
     const s = await stat(join(baseDir, name));
     totalBytes += s.size;
     // Media is already compressed: storing it is as small and much faster.
-    zip.addFile(join(baseDir, name), name, { compress: !/\.(mp4|m4s|ts|mkv|webm|mov|mp3|aac|m4a|jpg|jpeg|png|webp|gif|opus|ogg|flac)$/i.test(name) });
+    zip.addFile(join(baseDir, name), name, {
+      compress: !/\.(mp4|m4s|ts|mkv|webm|mov|mp3|aac|m4a|jpg|jpeg|png|webp|gif|opus|ogg|flac)$/i.test(name),
+    });
   }
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));

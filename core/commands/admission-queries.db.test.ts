@@ -14,7 +14,15 @@ async function queueFixture() {
   const database = await openTestDatabase();
   const accounts = new AccountsRepo(database.db);
   const plans = new PlansRepo(database.db);
-  await plans.create({ name: 'small', maxVcpus: 4, maxCommandRunSeconds: 600, requestsPerMinute: 100, storageQuotaBytes: 1e9, processingQuotaBytesPerMonth: 1e9, privateFiles: false });
+  await plans.create({
+    name: 'small',
+    maxVcpus: 4,
+    maxCommandRunSeconds: 600,
+    requestsPerMinute: 100,
+    storageQuotaBytes: 1e9,
+    processingQuotaBytesPerMonth: 1e9,
+    privateFiles: false,
+  });
   const caller = async (name: string): Promise<Caller> => {
     const account = await accounts.createAccount(name, 'small');
     return (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key))!;
@@ -23,7 +31,13 @@ async function queueFixture() {
   const labels = new Map<string, string>();
   /** Submits a command with these vCPUs; `label` names it in assertions. */
   const submit = async (who: Caller, label: string, vcpus: number, status: CommandStatus = CommandStatus.QUEUED) => {
-    const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
+    const row = singleCommandRow(who, {
+      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: vcpus,
+      is_private: false,
+    });
     await commands.insert({ ...row, status });
     labels.set(row.id, label);
     return row.id;
@@ -42,7 +56,10 @@ test('admissible: oldest first across accounts, each account while its plan allo
     await f.submit(f.b, 'b2', 1); // 4 + 1 > 4
     const rows = await f.commands.admissible(100);
     assert.deepEqual(f.names(rows), ['a1', 'b1', 'a2']);
-    assert.deepEqual(rows.map((r) => r.planMaxVcpus), [4, 4, 4]);
+    assert.deepEqual(
+      rows.map((r) => r.planMaxVcpus),
+      [4, 4, 4],
+    );
   } finally {
     await f.database.close();
   }

@@ -45,7 +45,11 @@ describe('splitCommandLine', () => {
 
   test('refuses an unterminated quote', () => {
     for (const text of [`-i "x`, `-i 'x`, String.raw`-i "x\"`]) {
-      assert.throws(() => splitCommandLine(text), (e: Error) => e instanceof CommandRejected && e.message.includes('unterminated quote'), text);
+      assert.throws(
+        () => splitCommandLine(text),
+        (e: Error) => e instanceof CommandRejected && e.message.includes('unterminated quote'),
+        text,
+      );
     }
   });
 });

@@ -96,7 +96,12 @@ export class CommandsRepo {
         bytes: sql<number>`coalesce(sum(case when ${files.isDeleted} then 0 else ${files.sizeBytes} end), 0)::float8`,
       })
       .from(files)
-      .where(inArray(files.commandId, rows.map((r) => r.id)))
+      .where(
+        inArray(
+          files.commandId,
+          rows.map((r) => r.id),
+        ),
+      )
       .groupBy(files.commandId);
     const byCommand = new Map(counts.map((c) => [c.commandId, c]));
     return rows.map((r) => ({

@@ -60,7 +60,10 @@ describe('checkFiltergraph', () => {
 
   test('reports the quoting levels of each placeholder', () => {
     const graph = checkFiltergraph(marked("subtitles='", 0, "':force_style=x,drawtext=fontfile=", 1), '-vf');
-    assert.deepEqual(graph.placeholderLevels, [['quoted', 'bare'], ['bare', 'bare']]);
+    assert.deepEqual(graph.placeholderLevels, [
+      ['quoted', 'bare'],
+      ['bare', 'bare'],
+    ]);
   });
 
   const cases: [string, string][] = [
@@ -136,17 +139,35 @@ describe('checkFiltergraph', () => {
 describe('against the real ffmpeg', () => {
   test('every allowed filter exists', async () => {
     const listing = await ffmpegStdout(['-filters']);
-    const known = new Set(listing.split('\n').map((line) => line.trim().split(/\s+/)[1]).filter(Boolean));
+    const known = new Set(
+      listing
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/)[1])
+        .filter(Boolean),
+    );
     const missing = allowedFilterNames().filter((name) => !known.has(name));
     assert.deepEqual(missing, []);
   });
 
   // Options whose name or help text suggests a file but that were reviewed and open nothing.
   const REVIEWED_HARMLESS = new Set([
-    'loudnorm.measured_I', 'loudnorm.measured_i', 'loudnorm.measured_LRA', 'loudnorm.measured_lra',
-    'loudnorm.measured_TP', 'loudnorm.measured_tp', 'loudnorm.measured_thresh', 'ebur128.dualmono',
-    'ebur128.panlaw', 'drawtext.reload', 'drawtext.font', 'drawtext.ft_load_flags', 'tmix.weights', 'mix.weights',
-    'amix.weights', 'paletteuse.debug_accuracy', 'bs2b.profile',
+    'loudnorm.measured_I',
+    'loudnorm.measured_i',
+    'loudnorm.measured_LRA',
+    'loudnorm.measured_lra',
+    'loudnorm.measured_TP',
+    'loudnorm.measured_tp',
+    'loudnorm.measured_thresh',
+    'ebur128.dualmono',
+    'ebur128.panlaw',
+    'drawtext.reload',
+    'drawtext.font',
+    'drawtext.ft_load_flags',
+    'tmix.weights',
+    'mix.weights',
+    'amix.weights',
+    'paletteuse.debug_accuracy',
+    'bs2b.profile',
   ]);
   const FILE_LIKE_NAME = /file|path|dump|plot|debug_|model|weights|script/i;
   const FILE_LIKE_HELP = /\bfiles?\b|file ?name|\bpath\b|director(y|ies)|\bscript\b|\bmodel\b|\bload|\bopened\b/i;

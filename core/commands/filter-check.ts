@@ -13,6 +13,8 @@ import { checkRelativeFile } from './relative-file.ts';
 // Filters that only transform frames or samples, generate them from parameters, or read files through
 // the options FILTER_RULES checks. Every one was checked against `ffmpeg -h filter=NAME` for options
 // that open files (filter-check.test.ts re-checks).
+// Lists of names stay packed, several to a line (prettier would put one on each line).
+// prettier-ignore
 const ALLOWED_FILTER_NAMES = [
   // video geometry, timing, format
   'scale', 'scale2ref', 'crop', 'cropdetect', 'pad', 'tpad', 'fps', 'framerate', 'framestep', 'format', 'setsar',
@@ -62,6 +64,7 @@ const ALLOWED_FILTER_NAMES = [
   'anullsrc', 'sine', 'anoisesrc', 'aevalsrc', 'sinc', 'hilbert',
 ];
 
+// prettier-ignore
 const REFUSED_FILTERS: ReadonlyMap<string, string> = new Map(Object.entries({
   sendcmd: 'it reads command files',
   asendcmd: 'it reads command files',
@@ -131,6 +134,7 @@ const MOVIE_RULE: FilterRule = {
 
 const SUBTITLES_RULE: FilterRule = { readsFile: ['filename', 'f'], readsFolder: ['fontsdir'] };
 
+// prettier-ignore
 export const FILTER_RULES: ReadonlyMap<string, FilterRule> = new Map(Object.entries({
   drawtext: {
     readsFile: ['fontfile', 'textfile'],
@@ -205,9 +209,7 @@ function checkFilter(filter: FilterInstance, where: string): void {
   if (!ALLOWED_FILTERS.has(name)) {
     const reason = refusalReason(name);
     throw new CommandRejected(
-      reason
-        ? `filter "${name}" is not allowed in ${where} (${reason})`
-        : `filter "${name}" in ${where} is unknown or not allowed`,
+      reason ? `filter "${name}" is not allowed in ${where} (${reason})` : `filter "${name}" in ${where} is unknown or not allowed`,
     );
   }
   const rule = FILTER_RULES.get(name);

@@ -10,9 +10,20 @@ const args = (...keys: (string | undefined)[]): FilterArg[] => keys.map((key) =>
 describe('optionNames', () => {
   const drawtext = FILTER_OPTION_ORDER.drawtext;
   test('keyless values take the options in declaration order, aliases once', () => {
-    assert.deepEqual(optionNames(FILTER_OPTION_ORDER.subtitles, args(undefined, undefined, undefined)), ['filename', 'original_size', 'fontsdir']);
-    assert.deepEqual(optionNames(drawtext, args('basetime', undefined, undefined, undefined, undefined, undefined, undefined)),
-      ['basetime', 'font', 'expansion', 'timecode', 'tc24hmax', 'timecode_rate', 'reload']);
+    assert.deepEqual(optionNames(FILTER_OPTION_ORDER.subtitles, args(undefined, undefined, undefined)), [
+      'filename',
+      'original_size',
+      'fontsdir',
+    ]);
+    assert.deepEqual(optionNames(drawtext, args('basetime', undefined, undefined, undefined, undefined, undefined, undefined)), [
+      'basetime',
+      'font',
+      'expansion',
+      'timecode',
+      'tc24hmax',
+      'timecode_rate',
+      'reload',
+    ]);
   });
   test('after key=value, the next keyless value takes the option declared after that key', () => {
     assert.deepEqual(optionNames(drawtext, args('text', undefined)), ['text', 'textfile']);
@@ -53,8 +64,22 @@ function graphWith(name: string, filterArgs: string): string {
 }
 
 async function keysFfmpegSets(name: string, filterArgs: string): Promise<{ keys: string[]; stderr: string }> {
-  const { stderr } = await ffmpeg(['-v', 'repeat+debug', '-f', 'lavfi', '-i', graphWith(name, filterArgs), '-frames:v', '1', '-f', 'null', '-']);
-  const keys = loggedSettings(stderr).filter((s) => s.filter.startsWith(`Parsed_${name}_`)).map((s) => s.key);
+  const { stderr } = await ffmpeg([
+    '-v',
+    'repeat+debug',
+    '-f',
+    'lavfi',
+    '-i',
+    graphWith(name, filterArgs),
+    '-frames:v',
+    '1',
+    '-f',
+    'null',
+    '-',
+  ]);
+  const keys = loggedSettings(stderr)
+    .filter((s) => s.filter.startsWith(`Parsed_${name}_`))
+    .map((s) => s.key);
   return { keys, stderr };
 }
 
@@ -72,7 +97,11 @@ describe('the option order tables match the real ffmpeg', () => {
       const groups = FILTER_OPTION_ORDER[name];
       const values = groups.map((group) => samples.get(group[0]));
       const { keys } = await keysFfmpegSets(name, values.join(':'));
-      assert.deepEqual(keys, groups.map((group) => group[0]), name);
+      assert.deepEqual(
+        keys,
+        groups.map((group) => group[0]),
+        name,
+      );
       const { stderr } = await keysFfmpegSets(name, [...values, 'x'].join(':'));
       assert.match(stderr, /No option name near 'x'/, name);
     });

@@ -15,7 +15,10 @@ describe('parseFiltergraph', () => {
     assert.deepEqual(filters, [
       {
         name: 'scale',
-        args: [{ key: 'w', value: 'iw/2' }, { key: 'h', value: '-2' }],
+        args: [
+          { key: 'w', value: 'iw/2' },
+          { key: 'h', value: '-2' },
+        ],
         inputLabels: ['0:v'],
         outputLabels: ['a'],
       },
@@ -33,14 +36,20 @@ describe('parseFiltergraph', () => {
   test('removes quoting and escaping at both levels, as ffmpeg does', () => {
     const [filter] = parseFiltergraph(String.raw`'draw'te\xt=text='a\:b, c':x=1`).filters;
     assert.equal(filter.name, 'drawtext');
-    assert.deepEqual(filter.args, [{ key: 'text', value: 'a:b, c' }, { key: 'x', value: '1' }]);
+    assert.deepEqual(filter.args, [
+      { key: 'text', value: 'a:b, c' },
+      { key: 'x', value: '1' },
+    ]);
     const [escaped] = parseFiltergraph(String.raw`drawtext=text=a\\\:b`).filters;
     assert.deepEqual(escaped.args, [{ key: 'text', value: 'a:b' }]);
   });
 
   test('skips a leading sws_flags directive', () => {
     const { filters } = parseFiltergraph('sws_flags=bicubic;scale=64:64');
-    assert.deepEqual(filters.map((f) => f.name), ['scale']);
+    assert.deepEqual(
+      filters.map((f) => f.name),
+      ['scale'],
+    );
   });
 
   test('refuses malformed graphs', () => {
@@ -52,7 +61,11 @@ describe('parseFiltergraph', () => {
       ['scale==1', 'empty name'],
       ['sws_flags=bicubic', 'not terminated'],
     ]) {
-      assert.throws(() => parseFiltergraph(graph), (e: Error) => e.message.includes(fragment), graph);
+      assert.throws(
+        () => parseFiltergraph(graph),
+        (e: Error) => e.message.includes(fragment),
+        graph,
+      );
     }
   });
 
@@ -65,7 +78,12 @@ describe('parseFiltergraph', () => {
     const graph = parseFiltergraph(
       marked('subtitles=', 0, ":force_style='x',drawtext=text='", 1, "':x=1,drawtext=text=\\'", 2, "\\',movie=\\''", 3, "'\\'"),
     );
-    assert.deepEqual(graph.placeholderLevels, [['bare', 'bare'], ['quoted', 'bare'], ['bare', 'quoted'], ['quoted', 'quoted']]);
+    assert.deepEqual(graph.placeholderLevels, [
+      ['bare', 'bare'],
+      ['quoted', 'bare'],
+      ['bare', 'quoted'],
+      ['quoted', 'quoted'],
+    ]);
     assert.deepEqual(
       graph.filters.map((f) => f.args[0].value),
       [mark(0), mark(1), mark(2), mark(3)],
@@ -87,7 +105,11 @@ describe('parseFiltergraph', () => {
       [marked("subtitles='", 0), 'never closed'],
       [marked("subtitles=\\'", 0), 'never closed'],
     ]) {
-      assert.throws(() => parseFiltergraph(graph), (e: Error) => e.message.includes(fragment), graph);
+      assert.throws(
+        () => parseFiltergraph(graph),
+        (e: Error) => e.message.includes(fragment),
+        graph,
+      );
     }
   });
 });
@@ -138,7 +160,8 @@ const CORPUS: { graph: string; as: RunAs; maps?: string[] }[] = [
   // drawtext: quoting and escaping of text at both levels
   { graph: "drawtext=text='Test Text':fontsize=24:x=(w-text_w)/2:y=(h-text_h)/2", as: 'vf' },
   {
-    graph: "drawtext=fontfile=font.ttf:text='Hello World':fontcolor=white:fontsize=24:box=1:boxcolor=black@0.5:boxborderw=5:x=(w-text_w)/2:y=(h-text_h)/2",
+    graph:
+      "drawtext=fontfile=font.ttf:text='Hello World':fontcolor=white:fontsize=24:box=1:boxcolor=black@0.5:boxborderw=5:x=(w-text_w)/2:y=(h-text_h)/2",
     as: 'vf',
   },
   { graph: String.raw`drawtext=text=this is a \\\'string\\\'\\: may contain one\, or more\, special characters`, as: 'vf' },
@@ -215,7 +238,12 @@ describe('the parser reads graphs exactly as the real ffmpeg does', () => {
     await inBatches(CORPUS, 8, async (entry) => {
       const { code, stderr } = await ffmpeg(['-v', 'repeat+debug', ...argsFor(entry)], dir);
       if (code !== 0) {
-        problems.push(`${entry.graph}: ffmpeg failed\n${stderr.split('\n').filter((l) => /rror|nvalid/.test(l)).join('\n')}`);
+        problems.push(
+          `${entry.graph}: ffmpeg failed\n${stderr
+            .split('\n')
+            .filter((l) => /rror|nvalid/.test(l))
+            .join('\n')}`,
+        );
         return;
       }
       const logged = loggedSettings(stderr);

@@ -37,6 +37,8 @@ function options(scope: OptionScope, value: ValueKind, names: string[]): OptionS
 }
 
 // ffmpeg's own options (ffmpeg_opt.c), plus AVOptions of codecs and (de)muxers, which always take a value.
+// Lists of names stay packed, several to a line (prettier would put one on each line).
+// prettier-ignore
 const OPTION_LIST: OptionSpec[] = [
   // global flags and settings
   ...options('global', 'none', ['y', 'n', 'nostdin', 'hide_banner', 'stats', 'nostats', 'ignore_unknown',
@@ -108,6 +110,7 @@ export function optionFitsFile(spec: OptionSpec, file: 'input' | 'output'): bool
 }
 
 /** Options refused on purpose, with the reason shown to the user. */
+// prettier-ignore
 export const REFUSED_OPTIONS: ReadonlyMap<string, string> = new Map(Object.entries({
   filter_script: 'it reads a file',
   filter_complex_script: 'it reads a file',
@@ -153,6 +156,7 @@ export const REFUSED_OPTIONS: ReadonlyMap<string, string> = new Map(Object.entri
 }));
 
 // Formats (-f). Names as `ffmpeg -muxers` / `-demuxers` print them.
+// prettier-ignore
 export const INPUT_FORMATS: ReadonlySet<string> = new Set([
   'mov', 'mp4', 'm4a', '3gp', 'matroska', 'webm', 'avi', 'flv', 'mpegts', 'mpeg', 'mpegvideo', 'm4v', 'mxf',
   'asf', 'nut', 'dv', 'ivf', 'h264', 'hevc', 'mjpeg', 'rawvideo', 'yuv4mpegpipe', 'gif', 'apng', 'image2',
@@ -160,6 +164,7 @@ export const INPUT_FORMATS: ReadonlySet<string> = new Set([
   's32le', 'f32le', 'f64le', 'u8', 'mulaw', 'alaw', 'srt', 'webvtt', 'ass', 'ffmetadata', 'lavfi', 'concat',
 ]);
 
+// prettier-ignore
 export const OUTPUT_FORMATS: ReadonlySet<string> = new Set([
   'mp4', 'mov', 'ipod', 'ismv', '3gp', 'f4v', 'matroska', 'webm', 'avi', 'flv', 'mpegts', 'mpeg', 'vob', 'dvd',
   'm4v', 'mxf', 'asf', 'nut', 'dv', 'ivf', 'h264', 'hevc', 'mpeg1video', 'mpeg2video', 'mjpeg', 'rawvideo',
@@ -170,6 +175,7 @@ export const OUTPUT_FORMATS: ReadonlySet<string> = new Set([
 ]);
 
 /** Why a known but refused format is refused, for a clearer message than "not allowed". */
+// prettier-ignore
 export const REFUSED_FORMATS: ReadonlyMap<string, string> = new Map(Object.entries({
   tee: 'it writes to arbitrary destinations',
   fifo: 'it wraps other muxers without checks',
@@ -186,6 +192,7 @@ export const REFUSED_FORMATS: ReadonlyMap<string, string> = new Map(Object.entri
   webm_dash_manifest: 'it is not supported',
 }));
 
+// prettier-ignore
 const DEVICE_FORMATS = new Set([
   'alsa', 'pulse', 'oss', 'jack', 'openal', 'sndio', 'fbdev', 'kmsgrab', 'x11grab', 'xcbgrab', 'video4linux2',
   'v4l2', 'iec61883', 'libdc1394', 'libcdio', 'dshow', 'gdigrab', 'vfwcap', 'avfoundation', 'decklink', 'sdl',
@@ -206,6 +213,7 @@ export function formatRefusal(name: string, file: 'input' | 'output'): string | 
 }
 
 /** Bitstream filters (-bsf). None of them opens files. */
+// prettier-ignore
 export const BITSTREAM_FILTERS: ReadonlySet<string> = new Set([
   'aac_adtstoasc', 'av1_frame_merge', 'av1_frame_split', 'av1_metadata', 'chomp', 'dump_extra', 'dca_core',
   'dv_error_marker', 'eac3_core', 'extract_extradata', 'filter_units', 'h264_metadata', 'h264_mp4toannexb',
@@ -217,6 +225,7 @@ export const BITSTREAM_FILTERS: ReadonlySet<string> = new Set([
 
 // -x264-params / -x265-params keys. An allowlist because both libraries accept keys that read or
 // write files (x264: stats, cqmfile, dump-yuv; x265: csv, analysis-save/-load, zonefile, ...).
+// prettier-ignore
 export const ENCODER_PARAM_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
   'x264-params': new Set([
     'keyint', 'min-keyint', 'scenecut', 'no-scenecut', 'intra-refresh', 'bframes', 'b-adapt', 'b-bias',

@@ -35,10 +35,7 @@ function rejection(command: string, opts: ParseOptions): string {
 
 describe('parseFfmpegCommand accepts', () => {
   test('a typical command, sorted into globals, inputs and outputs', () => {
-    const parsed = parseFfmpegCommand(
-      'ffmpeg -y -hide_banner -i {{in_1}} -c:v libx264 -crf 23 -vf "scale=640:-2" {{out_1}}',
-      single,
-    );
+    const parsed = parseFfmpegCommand('ffmpeg -y -hide_banner -i {{in_1}} -c:v libx264 -crf 23 -vf "scale=640:-2" {{out_1}}', single);
     assert.deepEqual(parsed, {
       globals: ['-y', '-hide_banner'],
       inputs: [{ options: [], target: { alias: 'in_1' } }],
@@ -95,7 +92,7 @@ describe('parseFfmpegCommand accepts', () => {
 
   test('placeholders inside arguments: filter options, -attach, metadata; each one is an input read', () => {
     const parsed = parseFfmpegCommand(
-      "-i {{in_1}} -vf \"subtitles={{in_srt}}:force_style='Fontsize=24,PrimaryColour=&H0000ff&'\" " +
+      '-i {{in_1}} -vf "subtitles={{in_srt}}:force_style=\'Fontsize=24,PrimaryColour=&H0000ff&\'" ' +
         '-attach {{in_font}} -metadata:s:t mimetype=font/ttf -metadata "comment=made from {{in_1}}" {{out_1}}',
       single,
     );
@@ -166,13 +163,13 @@ describe('parseFfmpegCommand accepts', () => {
       ['-loglevel error -nostdin -n -i {{in_1}} -threads 2 -preset veryfast -profile:v high -level 4.1 {{out_1}}', single],
       ['-i {{in_1}} {{out_1}}', { ...single, inputAliases: new Set(['in_1', 'in_2', 'in_3']) }],
       // files read by filters and options, from placeholders or from the working folder (a zip)
-      ["-i sample.mp4 -vf \"subtitles=sample.srt:fontsdir=.:force_style='FontName=Poppins,Fontsize=24'\" -c:a copy {{out_1}}", single],
+      ['-i sample.mp4 -vf "subtitles=sample.srt:fontsdir=.:force_style=\'FontName=Poppins,Fontsize=24\'" -c:a copy {{out_1}}', single],
       ['-i {{in_1}} -vf "ass=subs.ass:fontsdir=fonts" {{out_1}}', single],
-      ["-i {{in_1}} -vf \"drawtext=fontfile=MyFont.ttf:text='Hello':fontcolor=white:fontsize=48\" {{out_1}}", single],
-      ["-i {{in_1}} -vf \"drawtext=fontfile={{in_font}}:text='LEVEL\\: 3':fontsize=42:x=(w-text_w)/2\" {{out_1}}", single],
+      ['-i {{in_1}} -vf "drawtext=fontfile=MyFont.ttf:text=\'Hello\':fontcolor=white:fontsize=48" {{out_1}}', single],
+      ['-i {{in_1}} -vf "drawtext=fontfile={{in_font}}:text=\'LEVEL\\: 3\':fontsize=42:x=(w-text_w)/2" {{out_1}}', single],
       ['-i {{in_1}} -vf "drawtext=textfile=caption.txt:reload=1" {{out_1}}', single],
       // an icon font's glyph (Unicode private use area) and an emoji next to a placeholder
-      ["-i {{in_1}} -vf \"drawtext=fontfile={{in_font}}:text='\uf007 \u{1f600}'\" {{out_1}}", single],
+      ['-i {{in_1}} -vf "drawtext=fontfile={{in_font}}:text=\'\uf007 \u{1f600}\'" {{out_1}}', single],
       ['-i {{in_1}} -vf "movie={{in_logo}}[wm];[in][wm]overlay=W-w-10:10[out]" {{out_1}}', single],
       ['-i {{in_1}} -filter_complex "amovie=music.mp3[a];[0:a][a]amix=inputs=2" {{out_1}}', single],
       ['-f lavfi -i "movie={{in_1}}:s=dv+da[out0][out1]" {{out_1}}', single],
@@ -236,7 +233,10 @@ describe('parseFfmpegCommand refuses', () => {
     ['-init_hw_device vaapi -i {{in_1}} {{out_1}}', 'hardware devices are not available'],
     ['-hwaccel cuda -i {{in_1}} {{out_1}}', 'option -hwaccel is not allowed'],
     ['-stdin -i {{in_1}} {{out_1}}', 'option -stdin is not allowed'],
-    ['-protocol_whitelist file,http -i {{in_1}} {{out_1}}', 'option -protocol_whitelist is not allowed (it decides which protocols ffmpeg may open'],
+    [
+      '-protocol_whitelist file,http -i {{in_1}} {{out_1}}',
+      'option -protocol_whitelist is not allowed (it decides which protocols ffmpeg may open',
+    ],
     ['-safe 0 -f concat -i {{in_1}} {{out_1}}', 'option -safe is not allowed (it decides whether concat lists may name any path'],
     ['-max_pixels 1000000000 -i {{in_1}} {{out_1}}', 'option -max_pixels is not allowed (it lifts the picture size limit'],
     ['-codec_whitelist h264 -i {{in_1}} {{out_1}}', 'option -codec_whitelist is not allowed'],
@@ -386,7 +386,10 @@ describe('the option and format tables match the real ffmpeg', () => {
       ),
     ];
     // ffmpegStderr puts -hide_banner -nostdin first, then comes -v debug.
-    assert.deepEqual(readings.slice(0, 3).map((m) => m[1]), ['-hide_banner', '-nostdin', '-v']);
+    assert.deepEqual(
+      readings.slice(0, 3).map((m) => m[1]),
+      ['-hide_banner', '-nostdin', '-v'],
+    );
     readings.splice(0, 3);
     for (const [i, spec] of specs.entries()) {
       const reading = readings[i];
@@ -450,9 +453,18 @@ describe('the option and format tables match the real ffmpeg', () => {
     const muxers = await formats('-muxers');
     const bsfs = new Set((await listing('-bsfs')).slice(1).map((line) => line.trim()));
     assert.ok(demuxers.has('mov') && muxers.has('mp4') && bsfs.has('null'), 'the listings were read');
-    assert.deepEqual([...INPUT_FORMATS].filter((f) => !demuxers.has(f)), []);
-    assert.deepEqual([...OUTPUT_FORMATS].filter((f) => !muxers.has(f)), []);
-    assert.deepEqual([...BITSTREAM_FILTERS].filter((f) => !bsfs.has(f)), []);
+    assert.deepEqual(
+      [...INPUT_FORMATS].filter((f) => !demuxers.has(f)),
+      [],
+    );
+    assert.deepEqual(
+      [...OUTPUT_FORMATS].filter((f) => !muxers.has(f)),
+      [],
+    );
+    assert.deepEqual(
+      [...BITSTREAM_FILTERS].filter((f) => !bsfs.has(f)),
+      [],
+    );
   });
 });
 
@@ -462,9 +474,34 @@ describe('accepted commands run with the real ffmpeg', () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'parse-run-'));
-    await run('ffmpeg', ['-hide_banner', '-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=d=1:s=64x64:r=10',
-      '-f', 'lavfi', '-i', 'sine=d=1', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac',
-      '-shortest', source], { cwd: dir });
+    await run(
+      'ffmpeg',
+      [
+        '-hide_banner',
+        '-nostdin',
+        '-v',
+        'error',
+        '-f',
+        'lavfi',
+        '-i',
+        'testsrc=d=1:s=64x64:r=10',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=d=1',
+        '-c:v',
+        'libx264',
+        '-preset',
+        'ultrafast',
+        '-pix_fmt',
+        'yuv420p',
+        '-c:a',
+        'aac',
+        '-shortest',
+        source,
+      ],
+      { cwd: dir },
+    );
     await makeMediaFixtures(dir);
   });
   after(async () => {
@@ -492,16 +529,24 @@ describe('accepted commands run with the real ffmpeg', () => {
       await copyFile(join(dir, name), path);
     }
   };
-  const fromFixtures = (...names: string[]) => async (cwd: string): Promise<void> => {
-    for (const name of names) await copyFile(join(dir, name), join(cwd, name));
-  };
+  const fromFixtures =
+    (...names: string[]) =>
+    async (cwd: string): Promise<void> => {
+      for (const name of names) await copyFile(join(dir, name), join(cwd, name));
+    };
   const streamTypes = async (cwd: string, file: string): Promise<string[]> => {
-    const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_type:stream_tags=mimetype', '-of', 'csv=p=0', file], { cwd });
+    const { stdout } = await run(
+      'ffprobe',
+      ['-v', 'error', '-show_entries', 'stream=codec_type:stream_tags=mimetype', '-of', 'csv=p=0', file],
+      { cwd },
+    );
     return stdout.trim().split('\n');
   };
   const withPlaced: ParseOptions = { ...single, inputAliases: new Set([...single.inputAliases, ...Object.keys(placed)]) };
   const makeFrames = async (cwd: string): Promise<void> => {
-    await run('ffmpeg', ['-nostdin', '-v', 'error', '-i', join(dir, source), '-vf', 'fps=5', '-start_number', '1', 'frames/f_%03d.png'], { cwd });
+    await run('ffmpeg', ['-nostdin', '-v', 'error', '-i', join(dir, source), '-vf', 'fps=5', '-start_number', '1', 'frames/f_%03d.png'], {
+      cwd,
+    });
   };
   const makeConcatList = async (cwd: string): Promise<void> => {
     await copyFile(join(dir, source), join(cwd, 'clip.mp4'));
@@ -517,7 +562,8 @@ describe('accepted commands run with the real ffmpeg', () => {
   }[] = [
     {
       // Rendi's example; the subtitle file's name needs escaping at both levels of the graph.
-      command: '-i {{in_1}} -ss 00:00 -to 00:01 -vf subtitles={{in_srt}} -c:v libx264 -preset ultrafast -crf 20 -c:a aac -b:a 192k {{out_1}}',
+      command:
+        '-i {{in_1}} -ss 00:00 -to 00:01 -vf subtitles={{in_srt}} -c:v libx264 -preset ultrafast -crf 20 -c:a aac -b:a 192k {{out_1}}',
       files: { ...inputs, ...placed, out_1: 'subtitled.mp4' },
       expect: ['subtitled.mp4'],
       opts: withPlaced,
@@ -534,14 +580,14 @@ describe('accepted commands run with the real ffmpeg', () => {
     {
       // Rendi's fonts from a zip: everything in the working folder, fontsdir=.
       command:
-        "-i clip.mkv -vf \"subtitles=subs.ass:fontsdir=.:force_style='FontName=DejaVu Sans,Fontsize=20'\" -map 0:v -map 0:a -c:v libx264 -preset ultrafast {{out_1}}",
+        '-i clip.mkv -vf "subtitles=subs.ass:fontsdir=.:force_style=\'FontName=DejaVu Sans,Fontsize=20\'" -map 0:v -map 0:a -c:v libx264 -preset ultrafast {{out_1}}',
       files: { out_1: 'zip.mp4' },
       expect: ['zip.mp4'],
       setup: fromFixtures('clip.mkv', 'subs.ass', 'font.ttf'),
     },
     {
       command:
-        "-i {{in_1}} -vf \"drawtext=fontfile={{in_font}}:text='LEVEL\\: 3':fontsize=20:x=2:y=2\" -attach {{in_font}} " +
+        '-i {{in_1}} -vf "drawtext=fontfile={{in_font}}:text=\'LEVEL\\: 3\':fontsize=20:x=2:y=2" -attach {{in_font}} ' +
         '-metadata:s:t mimetype=font/ttf -c:v libx264 -preset ultrafast -c:a copy {{out_1}}',
       files: { ...inputs, ...placed, out_1: 'with-font.mkv' },
       expect: ['with-font.mkv'],
@@ -566,8 +612,24 @@ describe('accepted commands run with the real ffmpeg', () => {
       files: { in_1: 'with-font.mkv' },
       expect: ['dumped.ttf'],
       setup: async (cwd) => {
-        await run('ffmpeg', ['-nostdin', '-v', 'error', '-i', join(dir, 'clip.mkv'), '-attach', join(dir, 'font.ttf'),
-          '-metadata:s:t', 'mimetype=font/ttf', '-c', 'copy', 'with-font.mkv'], { cwd });
+        await run(
+          'ffmpeg',
+          [
+            '-nostdin',
+            '-v',
+            'error',
+            '-i',
+            join(dir, 'clip.mkv'),
+            '-attach',
+            join(dir, 'font.ttf'),
+            '-metadata:s:t',
+            'mimetype=font/ttf',
+            '-c',
+            'copy',
+            'with-font.mkv',
+          ],
+          { cwd },
+        );
       },
     },
     {
@@ -636,7 +698,8 @@ describe('accepted commands run with the real ffmpeg', () => {
       opts: folder,
     },
     {
-      command: '-framerate 5 -start_number 1 -i frames/f_%03d.png -pattern_type glob -framerate 5 -i "frames/*.png" -map 0 {{out_1}} -map 1 {{out_2}}',
+      command:
+        '-framerate 5 -start_number 1 -i frames/f_%03d.png -pattern_type glob -framerate 5 -i "frames/*.png" -map 0 {{out_1}} -map 1 {{out_2}}',
       files: { ...inputs, out_1: 'seq.mkv', out_2: 'glob.mkv' },
       expect: ['seq.mkv', 'glob.mkv'],
       setup: makeFrames,

@@ -20,14 +20,7 @@ import type { OptionSpec, ValueKind } from './option-table.ts';
 type PlainValueKind = Exclude<ValueKind, 'outputFile' | 'inputFile' | 'text' | 'filtergraph' | 'none'>;
 import { CommandRejected } from './parsed-command.ts';
 import type { Arg, ParsedCommand, ParsedInput, ParsedOutput, Quoting, TemplatePart } from './parsed-command.ts';
-import {
-  clip,
-  hasLoneSurrogate,
-  markPlaceholders,
-  splitPlaceholders,
-  unescapePlaceholders,
-  wholePlaceholder,
-} from './placeholders.ts';
+import { clip, hasLoneSurrogate, markPlaceholders, splitPlaceholders, unescapePlaceholders, wholePlaceholder } from './placeholders.ts';
 import type { ArgPiece } from './placeholders.ts';
 import { checkRelativeFile } from './relative-file.ts';
 
@@ -136,9 +129,7 @@ class CommandSorter {
     const spec = OPTION_TABLE.get(base);
     if (!spec) {
       const reason = REFUSED_OPTIONS.get(base);
-      throw new CommandRejected(
-        reason ? `option -${base} is not allowed (${reason})` : `option -${base} is unknown or not supported`,
-      );
+      throw new CommandRejected(reason ? `option -${base} is not allowed (${reason})` : `option -${base} is unknown or not supported`);
     }
     if (!/^[A-Za-z0-9_:#.-]*$/.test(specifier)) {
       throw new CommandRejected(`option ${token} has an invalid stream specifier`);
@@ -251,9 +242,7 @@ class CommandSorter {
     } else {
       wholeOrNone(pieces, 'output', 'output'); // a placeholder inside a name gets the clearer message
       if (token === '-' || token.startsWith('pipe:')) throw new CommandRejected('output to a pipe is not available');
-      throw new CommandRejected(
-        `output "${clip(token)}" must be a placeholder declared in output_files, e.g. {{out_1}}`,
-      );
+      throw new CommandRejected(`output "${clip(token)}" must be a placeholder declared in output_files, e.g. {{out_1}}`);
     }
     this.outputs.push({ options, target });
   }
@@ -297,9 +286,7 @@ class CommandSorter {
     const { inputAliases, outputAliases, earlierOutputAliases } = this.opts;
     if (!inputAliases.has(alias) && !earlierOutputAliases?.has(alias)) {
       if (outputAliases.has(alias)) {
-        throw new CommandRejected(
-          `{{${alias}}} is an output file of this command; only a later command of a chain can read it`,
-        );
+        throw new CommandRejected(`{{${alias}}} is an output file of this command; only a later command of a chain can read it`);
       }
       throw new CommandRejected(undeclaredMessage(alias));
     }

@@ -41,8 +41,17 @@ async function pollFixture() {
     return row.id;
   };
   const output = (commandId: string, alias: string, createdAt = new Date()): NewFileRow => ({
-    id: randomUUID(), accountId: owner.account.id, environmentName: 'main', commandId, alias, serviceStoreType: StoreType.OUTPUT,
-    status: FileStatus.STORED, storageKey: `k/${alias}`, fileName: `${alias}.mp4`, isPrivate: false, createdAt,
+    id: randomUUID(),
+    accountId: owner.account.id,
+    environmentName: 'main',
+    commandId,
+    alias,
+    serviceStoreType: StoreType.OUTPUT,
+    status: FileStatus.STORED,
+    storageKey: `k/${alias}`,
+    fileName: `${alias}.mp4`,
+    isPrivate: false,
+    createdAt,
   });
   /** Polls until `check` holds (a notification is asynchronous), failing after 5 s. */
   const eventually = async (id: string, check: (found: Awaited<ReturnType<typeof polls.find>>) => boolean) => {
@@ -53,7 +62,16 @@ async function pollFixture() {
     }
   };
   return {
-    url, database, commands, filesRepo, polls, owner, stranger, newCommand, output, eventually,
+    url,
+    database,
+    commands,
+    filesRepo,
+    polls,
+    owner,
+    stranger,
+    newCommand,
+    output,
+    eventually,
     loads: () => loads,
     close: async () => {
       await polls.stop();
@@ -73,7 +91,10 @@ test('a command and its outputs, oldest first; none yet is an empty list', async
     await f.filesRepo.insert(f.output(other, 'out_1'));
     const found = await f.polls.find(f.owner.account.id, other);
     assert.equal(found?.row.id, other);
-    assert.deepEqual(found?.files.map((x) => x.alias), ['out_1', 'out_2']);
+    assert.deepEqual(
+      found?.files.map((x) => x.alias),
+      ['out_1', 'out_2'],
+    );
   } finally {
     await f.close();
   }
@@ -112,16 +133,20 @@ test('polls of an unchanged command read the database once; every kind of write 
   }
 });
 
-test('a write by another process (another connection) is seen', { skip: testDatabaseKind() === 'pglite' && 'PGlite has one connection, in this process' }, async () => {
-  const f = await pollFixture();
-  const other = await openDatabase(f.url);
-  try {
-    const id = await f.newCommand();
-    await f.polls.find(f.owner.account.id, id);
-    await new CommandsRepo(other.db).update(id, { status: 'FAILED', errorStatus: 'CANCELLED' });
-    await f.eventually(id, (found) => found?.row.errorStatus === 'CANCELLED');
-  } finally {
-    await other.close();
-    await f.close();
-  }
-});
+test(
+  'a write by another process (another connection) is seen',
+  { skip: testDatabaseKind() === 'pglite' && 'PGlite has one connection, in this process' },
+  async () => {
+    const f = await pollFixture();
+    const other = await openDatabase(f.url);
+    try {
+      const id = await f.newCommand();
+      await f.polls.find(f.owner.account.id, id);
+      await new CommandsRepo(other.db).update(id, { status: 'FAILED', errorStatus: 'CANCELLED' });
+      await f.eventually(id, (found) => found?.row.errorStatus === 'CANCELLED');
+    } finally {
+      await other.close();
+      await f.close();
+    }
+  },
+);

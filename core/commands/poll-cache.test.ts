@@ -4,7 +4,10 @@ import { test } from 'node:test';
 import type { CommandRow, CommandWithOutputs } from './commands-repo.ts';
 import { PollCache } from './poll-cache.ts';
 
-const record = (id: string, accountId: string, status: string): CommandWithOutputs => ({ row: { id, accountId, status } as CommandRow, files: [] });
+const record = (id: string, accountId: string, status: string): CommandWithOutputs => ({
+  row: { id, accountId, status } as CommandRow,
+  files: [],
+});
 
 /** A load double: answers what `current` holds, counts calls, and can be held until released. */
 function recordingLoad(initial: CommandWithOutputs | null) {

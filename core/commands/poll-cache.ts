@@ -93,7 +93,11 @@ export class PollCache {
 /** A poll cache kept current by the database's change notifications; `stop` ends the listening. */
 export async function watchedPollCache(database: Database, commands: CommandsRepo, o: PollCacheOptions = {}) {
   const cache = new PollCache(o);
-  const stop = await database.listen(COMMAND_CHANGED_CHANNEL, (id) => cache.changed(id), () => cache.clear());
+  const stop = await database.listen(
+    COMMAND_CHANGED_CHANNEL,
+    (id) => cache.changed(id),
+    () => cache.clear(),
+  );
   return {
     cache,
     /** The poll path's read. */

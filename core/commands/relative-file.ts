@@ -44,7 +44,9 @@ export function checkRelativeFile(name: string, where: string, rules: RelativeFi
   // will do. The glob wildcards * ? only with -pattern_type glob, where they mean something.
   const allowed = rules.glob ? /^[\p{L}\p{M}\p{N} _\-.,/%'"()[\]{}&+=@#!$^*?]+$/u : /^[\p{L}\p{M}\p{N} _\-.,/%'"()[\]{}&+=@#!$^]+$/u;
   if (!allowed.test(name)) {
-    refuse(`only letters, digits, spaces and ${rules.glob ? 'the wildcards * ? and ' : ''}the punctuation _-.,/%'"()[]{}&+=@#!$^ are allowed`);
+    refuse(
+      `only letters, digits, spaces and ${rules.glob ? 'the wildcards * ? and ' : ''}the punctuation _-.,/%'"()[]{}&+=@#!$^ are allowed`,
+    );
   }
   return name;
 }

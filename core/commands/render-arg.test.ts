@@ -46,7 +46,7 @@ describe('placeholders in filtergraphs read back exactly in the real ffmpeg', ()
     String.raw`drawtext=text=\'{{in_1}}\'`,
     String.raw`drawtext=text=\''{{in_1}}'\'`,
     'drawtext=fontfile=font.ttf:{{in_1}}',
-    "drawtext=text=pre{{in_1}}post:x=1",
+    'drawtext=text=pre{{in_1}}post:x=1',
     "drawtext=text='a, '{{in_1}}' b':y=2",
     'drawtext=text={{in_1}}{{in_2}}:fontsize=9',
     String.raw`drawtext=text=x\:{{in_1}}\,y`,
@@ -94,7 +94,9 @@ describe('placeholders in filtergraphs read back exactly in the real ffmpeg', ()
       const { stderr } = await ffmpeg(['-v', 'repeat+debug', '-f', 'lavfi', '-i', graph, '-frames:v', '1', '-f', 'null', '-'], dir);
       const read = loggedSettings(stderr).map((setting) => setting.value);
       if (JSON.stringify(read) !== JSON.stringify(values)) {
-        problems.push(`${JSON.stringify(path)} in ${template} -> ${graph}\n  ffmpeg read ${JSON.stringify(read)}\n  expected    ${JSON.stringify(values)}`);
+        problems.push(
+          `${JSON.stringify(path)} in ${template} -> ${graph}\n  ffmpeg read ${JSON.stringify(read)}\n  expected    ${JSON.stringify(values)}`,
+        );
       }
     });
     assert.deepEqual(problems, []);

@@ -13,7 +13,13 @@ import { handOver } from './hand-over.ts';
 import type { ProcessLimits } from './limits.ts';
 import { testConfinement } from './testing/test-confinement.ts';
 
-const LIMITS: ProcessLimits = { memoryBytes: 2 * 1024 ** 3, cpuSeconds: 60, fileSizeBytes: 100 * 1024 ** 2, openFiles: 256, processes: 256 };
+const LIMITS: ProcessLimits = {
+  memoryBytes: 2 * 1024 ** 3,
+  cpuSeconds: 60,
+  fileSizeBytes: 100 * 1024 ** 2,
+  openFiles: 256,
+  processes: 256,
+};
 
 interface Outcome {
   code: number | null;
@@ -21,7 +27,14 @@ interface Outcome {
   stderr: string;
 }
 
-async function run(confinement: Confinement, folder: string, uid: number | undefined, program: string, args: string[], limits: Partial<ProcessLimits> = {}): Promise<Outcome> {
+async function run(
+  confinement: Confinement,
+  folder: string,
+  uid: number | undefined,
+  program: string,
+  args: string[],
+  limits: Partial<ProcessLimits> = {},
+): Promise<Outcome> {
   const command = confinement.prepare({ program, args, folder, writable: true, uid, limits: { ...LIMITS, ...limits } });
   const child = spawnPrepared(command);
   let stdout = '';
@@ -67,10 +80,20 @@ describe('bubblewrap confinement', () => {
   });
 
   test('it sees its own folder and read-only system paths, nothing else', async () => {
-    const out = await sh(`cat mine.txt; ls /; cat ${canaryDir}/public.txt ${canaryDir}/private.txt; echo x > /usr/evil; echo made > out.txt; ln -s /etc/shadow link.txt; ln mine.txt hard.txt`);
+    const out = await sh(
+      `cat mine.txt; ls /; cat ${canaryDir}/public.txt ${canaryDir}/private.txt; echo x > /usr/evil; echo made > out.txt; ln -s /etc/shadow link.txt; ln mine.txt hard.txt`,
+    );
     assert.match(out.stdout, /my own input/);
-    const top = out.stdout.split('\n').slice(1).filter((l) => /^[a-z0-9]+$/.test(l));
-    assert.deepEqual(top.filter((name) => !['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'tmp', 'usr', 'var', 'work'].includes(name)), []);
+    const top = out.stdout
+      .split('\n')
+      .slice(1)
+      .filter((l) => /^[a-z0-9]+$/.test(l));
+    assert.deepEqual(
+      top.filter(
+        (name) => !['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'tmp', 'usr', 'var', 'work'].includes(name),
+      ),
+      [],
+    );
     assert.doesNotMatch(out.stdout, /CANARY/);
     assert.match(out.stderr, /No such file or directory/);
     assert.match(out.stderr, /Read-only file system|Permission denied/);
@@ -82,7 +105,9 @@ describe('bubblewrap confinement', () => {
 
   test('its /proc shows its own processes only: no other process, its cwd or environment', async () => {
     const hostPid = process.pid;
-    const out = await sh(`ls /proc | grep -c '^[0-9]'; cat /proc/${hostPid}/environ; ls /proc/${hostPid}/cwd/; cat /proc/1/cmdline | tr '\\0' ' '`);
+    const out = await sh(
+      `ls /proc | grep -c '^[0-9]'; cat /proc/${hostPid}/environ; ls /proc/${hostPid}/cwd/; cat /proc/1/cmdline | tr '\\0' ' '`,
+    );
     const count = Number(out.stdout.split('\n')[0]);
     assert.ok(count <= 4, `sees ${count} processes`);
     assert.doesNotMatch(out.stdout, /FFOP_|PATH=/);
@@ -98,10 +123,16 @@ describe('bubblewrap confinement', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = server.address() as AddressInfo;
-      const out = await run(confinement, folder, uid, '/usr/bin/python3', ['-c', `import socket\ntry:\n  socket.create_connection(('127.0.0.1', ${port}), timeout=3); print('connected')\nexcept OSError as e:\n  print('refused', e)`]);
+      const out = await run(confinement, folder, uid, '/usr/bin/python3', [
+        '-c',
+        `import socket\ntry:\n  socket.create_connection(('127.0.0.1', ${port}), timeout=3); print('connected')\nexcept OSError as e:\n  print('refused', e)`,
+      ]);
       assert.match(out.stdout, /refused/);
       // Control: the same program unconfined connects.
-      const plain = await run(new Unconfined(), folder, undefined, '/usr/bin/python3', ['-c', `import socket; socket.create_connection(('127.0.0.1', ${port}), timeout=3); print('connected')`]);
+      const plain = await run(new Unconfined(), folder, undefined, '/usr/bin/python3', [
+        '-c',
+        `import socket; socket.create_connection(('127.0.0.1', ${port}), timeout=3); print('connected')`,
+      ]);
       assert.match(plain.stdout, /connected/);
       assert.equal(connections, 1);
     } finally {
@@ -121,7 +152,19 @@ describe('bubblewrap confinement', () => {
   });
 
   test('the memory limit stops a decompression bomb: a small PNG of 12000x12000 pixels', { timeout: 120_000 }, async () => {
-    const make = await run(confinement, folder, uid, 'ffmpeg', ['-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'color=c=black:s=12000x12000', '-frames:v', '1', '-y', 'bomb.png']);
+    const make = await run(confinement, folder, uid, 'ffmpeg', [
+      '-nostdin',
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'color=c=black:s=12000x12000',
+      '-frames:v',
+      '1',
+      '-y',
+      'bomb.png',
+    ]);
     assert.equal(make.code, 0, make.stderr);
     assert.ok((await stat(join(folder, 'bomb.png'))).size < 1024 ** 2);
     const decode = ['-nostdin', '-v', 'error', '-i', 'bomb.png', '-f', 'null', '-'];
@@ -133,14 +176,21 @@ describe('bubblewrap confinement', () => {
     assert.equal(roomy.code, 0, roomy.stderr);
   });
 
-  test('where no procfs may be mounted (a container), the sandbox has no /proc at all and ffmpeg still works', { timeout: 60_000 }, async () => {
-    assert.ok(confinement instanceof BwrapConfinement);
-    const noProc = new BwrapConfinement({ seccompProgram: confinement.seccompProgram, asRoot: uid !== undefined, mountProc: false });
-    const out = await run(noProc, folder, uid, '/bin/sh', ['-c', `ls /proc; cat /proc/1/environ; ffmpeg -v error -f lavfi -i testsrc=d=0.2:s=64x48 -y noproc.mp4 && echo ENCODED`]);
-    assert.match(out.stderr, /cannot access '\/proc': No such file or directory/);
-    assert.match(out.stdout, /ENCODED/);
-    assert.doesNotMatch(out.stdout, /PATH=/);
-  });
+  test(
+    'where no procfs may be mounted (a container), the sandbox has no /proc at all and ffmpeg still works',
+    { timeout: 60_000 },
+    async () => {
+      assert.ok(confinement instanceof BwrapConfinement);
+      const noProc = new BwrapConfinement({ seccompProgram: confinement.seccompProgram, asRoot: uid !== undefined, mountProc: false });
+      const out = await run(noProc, folder, uid, '/bin/sh', [
+        '-c',
+        `ls /proc; cat /proc/1/environ; ffmpeg -v error -f lavfi -i testsrc=d=0.2:s=64x48 -y noproc.mp4 && echo ENCODED`,
+      ]);
+      assert.match(out.stderr, /cannot access '\/proc': No such file or directory/);
+      assert.match(out.stdout, /ENCODED/);
+      assert.doesNotMatch(out.stdout, /PATH=/);
+    },
+  );
 
   test('a process it leaves behind dies with it', { timeout: 60_000 }, async () => {
     await sh('sleep 987654 & echo started');

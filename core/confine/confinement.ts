@@ -93,19 +93,37 @@ export class BwrapConfinement implements Confinement {
   prepare(r: ConfinedRequest): PreparedCommand {
     if (this.o.asRoot && r.uid === undefined) throw new Error('a confined run as root needs a uid of its own');
     const args = [
-      '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+      '--unshare-pid',
+      '--unshare-net',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
       // Without root the namespaces need a user namespace; inside it the program keeps our uid.
       ...(this.o.asRoot ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : ['--unshare-user', '--cap-drop', 'ALL']),
-      '--die-with-parent', '--new-session', // no controlling terminal: no TIOCSTI into ours
+      '--die-with-parent',
+      '--new-session', // no controlling terminal: no TIOCSTI into ours
       ...this.systemMounts,
       ...programMount(r.program),
       ...(this.o.mountProc === false ? [] : ['--proc', '/proc']),
-      '--dev', '/dev',
-      '--perms', '01777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/tmp',
-      r.writable ? '--bind' : '--ro-bind', r.folder, SANDBOX_FOLDER,
-      '--chdir', SANDBOX_FOLDER,
-      '--seccomp', '3',
-      '--', 'prlimit', ...prlimitArgs(r.limits, r.uid !== undefined), '--',
+      '--dev',
+      '/dev',
+      '--perms',
+      '01777',
+      '--size',
+      String(64 * 1024 * 1024),
+      '--tmpfs',
+      '/tmp',
+      r.writable ? '--bind' : '--ro-bind',
+      r.folder,
+      SANDBOX_FOLDER,
+      '--chdir',
+      SANDBOX_FOLDER,
+      '--seccomp',
+      '3',
+      '--',
+      'prlimit',
+      ...prlimitArgs(r.limits, r.uid !== undefined),
+      '--',
     ];
     if (this.o.asRoot) {
       const id = String(r.uid);
@@ -170,7 +188,13 @@ export class Unconfined implements Confinement {
   }
 
   prepare(r: ConfinedRequest): PreparedCommand {
-    return { program: 'prlimit', args: [...prlimitArgs(r.limits, false), '--', r.program, ...r.args], cwd: r.folder, env: runEnv(), inheritFiles: [] };
+    return {
+      program: 'prlimit',
+      args: [...prlimitArgs(r.limits, false), '--', r.program, ...r.args],
+      cwd: r.folder,
+      env: runEnv(),
+      inheritFiles: [],
+    };
   }
 }
 

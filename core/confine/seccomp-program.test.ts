@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureSeccompProgram } from './seccomp-program.ts';
 
-test('the filter is generated once, cached by the generator\'s content, and is a BPF program', async () => {
+test("the filter is generated once, cached by the generator's content, and is a BPF program", async () => {
   const dir = await mkdtemp(join(tmpdir(), 'seccomp-test-'));
   try {
     const path = await ensureSeccompProgram(dir);
@@ -14,7 +14,10 @@ test('the filter is generated once, cached by the generator\'s content, and is a
     const first = (await stat(path)).mtimeMs;
     assert.equal(await ensureSeccompProgram(dir), path);
     assert.equal((await stat(path)).mtimeMs, first);
-    assert.deepEqual((await readdir(dir)).filter((n) => n.endsWith('.tmp')), []);
+    assert.deepEqual(
+      (await readdir(dir)).filter((n) => n.endsWith('.tmp')),
+      [],
+    );
     // A prebuilt program is used as given; a missing one is an error, not a silent fallback.
     assert.equal(await ensureSeccompProgram(dir, path), path);
     await assert.rejects(ensureSeccompProgram(dir, join(dir, 'missing.bpf')), /does not exist/);

@@ -26,7 +26,13 @@ export async function ensureSeccompProgram(cacheDir: string, prebuilt?: string):
   const source = await readFile(SCRIPT);
   const version = createHash('sha256').update(source).digest('hex').slice(0, 16);
   const path = join(cacheDir, `seccomp-${arch()}-${version}.bpf`);
-  if (await stat(path).then((s) => s.size > 0, () => false)) return path;
+  if (
+    await stat(path).then(
+      (s) => s.size > 0,
+      () => false,
+    )
+  )
+    return path;
   const program = await generate();
   await mkdir(cacheDir, { recursive: true, mode: 0o700 });
   const partial = `${path}.${process.pid}.tmp`;

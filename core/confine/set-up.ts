@@ -87,9 +87,18 @@ async function selfTest(confinement: Confinement, s: ConfinementSettings): Promi
       confinement,
       uid,
       ffmpegPath: s.ffmpegPath,
-      limits: { memoryBytes: 1024 ** 3, cpuSeconds: 30, fileSizeBytes: 1024 ** 2, openFiles: DEFAULT_OPEN_FILES, processes: DEFAULT_PROCESSES },
+      limits: {
+        memoryBytes: 1024 ** 3,
+        cpuSeconds: 30,
+        fileSizeBytes: 1024 ** 2,
+        openFiles: DEFAULT_OPEN_FILES,
+        processes: DEFAULT_PROCESSES,
+      },
     });
-    const written = await stat(join(folder, 'self-test.mkv')).then((st) => st.size > 0, () => false);
+    const written = await stat(join(folder, 'self-test.mkv')).then(
+      (st) => st.size > 0,
+      () => false,
+    );
     if (run.exitCode !== 0 || !written) {
       const why = run.stderrTail.trim() || 'no output written';
       throw new ConfinementUnavailable(`a test run of ffmpeg in bubblewrap failed (${run.signal ?? `exit ${run.exitCode}`}): ${why}`);
@@ -103,13 +112,19 @@ async function selfTest(confinement: Confinement, s: ConfinementSettings): Promi
 /** What a runner started by this process needs to confine its ffmpeg the same way without checking again. */
 export function runnerEnvFor(confinement: Confinement): Record<string, string> {
   if (confinement instanceof BwrapConfinement) {
-    return { FFOP_CONFINEMENT_CHECKED: '1', FFOP_SECCOMP_PROGRAM: confinement.seccompProgram, FFOP_SANDBOX_PROC: confinement.mountsProc ? '1' : '0' };
+    return {
+      FFOP_CONFINEMENT_CHECKED: '1',
+      FFOP_SECCOMP_PROGRAM: confinement.seccompProgram,
+      FFOP_SANDBOX_PROC: confinement.mountsProc ? '1' : '0',
+    };
   }
   return { [UNSAFE_SETTING]: '1' };
 }
 
 function runQuietly(program: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(program, args, { timeout: 10_000 }, (err) => (err ? reject(new Error(`${program} is not usable: ${err.message}`)) : resolve()));
+    execFile(program, args, { timeout: 10_000 }, (err) =>
+      err ? reject(new Error(`${program} is not usable: ${err.message}`)) : resolve(),
+    );
   });
 }

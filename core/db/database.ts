@@ -60,7 +60,12 @@ function openPostgres(url: string): Database {
 async function openPglite(folder: string): Promise<Database> {
   if (folder === 'memory') {
     const client = await PGlite.create(PGLITE_OPTIONS);
-    return { db: drizzlePglite(client, { schema }) as unknown as Db, driver: 'pglite', listen: pgliteListen(client), close: () => client.close() };
+    return {
+      db: drizzlePglite(client, { schema }) as unknown as Db,
+      driver: 'pglite',
+      listen: pgliteListen(client),
+      close: () => client.close(),
+    };
   }
   await mkdir(folder, { recursive: true });
   // PGlite has no cross-process lock; a second process opening the folder would corrupt it.
@@ -83,7 +88,11 @@ async function openPglite(folder: string): Promise<Database> {
   }
 }
 
-const exists = (path: string) => access(path).then(() => true, () => false);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** A new data folder is made by a process of its own, so that initdb's memory leaves with it. */
 async function initPgliteFolder(folder: string): Promise<void> {
@@ -92,7 +101,9 @@ async function initPgliteFolder(folder: string): Promise<void> {
   try {
     await promisify(execFile)(process.execPath, [...moduleLoaderArgs(process.execArgv), script, folder]);
   } catch (err) {
-    throw new Error(`could not create the embedded database in ${folder}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
+    throw new Error(
+      `could not create the embedded database in ${folder}: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`,
+    );
   }
 }
 
@@ -102,7 +113,8 @@ export function moduleLoaderArgs(execArgv: string[]): string[] {
   for (let i = 0; i < execArgv.length; i++) {
     const flag = execArgv[i];
     if (/^--(import|require|loader|experimental-loader)=/.test(flag)) kept.push(flag);
-    else if (/^(--import|--require|-r|--loader|--experimental-loader)$/.test(flag) && i + 1 < execArgv.length) kept.push(flag, execArgv[++i]);
+    else if (/^(--import|--require|-r|--loader|--experimental-loader)$/.test(flag) && i + 1 < execArgv.length)
+      kept.push(flag, execArgv[++i]);
   }
   return kept;
 }

@@ -18,9 +18,7 @@ export async function applyMigrations(db: Db): Promise<string[]> {
   const applied: string[] = [];
   await db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${LOCK_KEY})`);
-    await tx.execute(
-      sql`create table if not exists ffop_migrations (tag text primary key, applied_at timestamptz not null default now())`,
-    );
+    await tx.execute(sql`create table if not exists ffop_migrations (tag text primary key, applied_at timestamptz not null default now())`);
     const done = await tx.execute(sql`select tag from ffop_migrations`);
     const doneTags = new Set(rowsOf<{ tag: string }>(done).map((r) => r.tag));
     for (const entry of entries) {
@@ -39,5 +37,5 @@ export async function applyMigrations(db: Db): Promise<string[]> {
 /** postgres.js returns an array of rows, PGlite an object with `rows`. */
 export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result)) return result as T[];
-  return ((result as { rows?: T[] }).rows ?? []);
+  return (result as { rows?: T[] }).rows ?? [];
 }

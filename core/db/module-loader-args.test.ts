@@ -5,7 +5,18 @@ import { moduleLoaderArgs } from './database.ts';
 
 test('keeps --import / --require / loaders in both spellings, drops the rest', () => {
   assert.deepEqual(
-    moduleLoaderArgs(['--require', '/x/preflight.cjs', '--import', 'file:///x/loader.mjs', '--inspect=9229', '--cpu-prof', '--import=tsx', '--max-old-space-size=100', '-r', 'a.cjs']),
+    moduleLoaderArgs([
+      '--require',
+      '/x/preflight.cjs',
+      '--import',
+      'file:///x/loader.mjs',
+      '--inspect=9229',
+      '--cpu-prof',
+      '--import=tsx',
+      '--max-old-space-size=100',
+      '-r',
+      'a.cjs',
+    ]),
     ['--require', '/x/preflight.cjs', '--import', 'file:///x/loader.mjs', '--import=tsx', '-r', 'a.cjs'],
   );
   assert.deepEqual(moduleLoaderArgs([]), []);

@@ -1,19 +1,7 @@
 // One pg-core schema for both drivers (postgres.js against PostgreSQL, PGlite in embedded mode).
 // Migrations in core/db/migrations are generated from this file by drizzle-kit.
 import { sql } from 'drizzle-orm';
-import {
-  bigint,
-  bigserial,
-  boolean,
-  doublePrecision,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  text,
-  timestamp,
-  uuid,
-} from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import type { MediaInfo } from '../media/media-info.ts';
 import type { ParsedCommand } from '../commands/parsed-command.ts';
 import type { CommandStatus, CommandType } from '../commands/command-status.ts';

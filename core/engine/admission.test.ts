@@ -30,14 +30,8 @@ test('a command that does not fit blocks its account (FIFO) but not other accoun
 });
 
 test('capacity is shared; a request larger than the machine still runs, using the whole machine', () => {
-  assert.deepEqual(
-    admit({ running: [], queued: [cmd('a1', 'A', 8), cmd('b1', 'B', 8)], maxVcpusOf: () => 32, capacityVcpus: 2 }),
-    ['a1'],
-  );
-  assert.deepEqual(
-    admit({ running: [cmd('a1', 'A', 8)], queued: [cmd('b1', 'B', 1)], maxVcpusOf: () => 32, capacityVcpus: 2 }),
-    [],
-  );
+  assert.deepEqual(admit({ running: [], queued: [cmd('a1', 'A', 8), cmd('b1', 'B', 8)], maxVcpusOf: () => 32, capacityVcpus: 2 }), ['a1']);
+  assert.deepEqual(admit({ running: [cmd('a1', 'A', 8)], queued: [cmd('b1', 'B', 1)], maxVcpusOf: () => 32, capacityVcpus: 2 }), []);
   assert.deepEqual(
     admit({ running: [cmd('a1', 'A', 1)], queued: [cmd('b1', 'B', 1), cmd('b2', 'B', 1)], maxVcpusOf: () => 32, capacityVcpus: 2 }),
     ['b1'],

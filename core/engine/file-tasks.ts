@@ -112,7 +112,7 @@ export class FileTasks {
       const moved = await this.o.files.transition(f.id, FileStatus.QUEUED, {
         status: FileStatus.FAILED,
         errorStatus: ErrorStatus.UPLOAD_EXPIRED,
-        errorMessage: `the upload was neither completed nor aborted within ${Math.round(this.o.abandonedUploadSeconds / 86400 * 10) / 10} days; its parts were discarded`,
+        errorMessage: `the upload was neither completed nor aborted within ${Math.round((this.o.abandonedUploadSeconds / 86400) * 10) / 10} days; its parts were discarded`,
       });
       if (moved) {
         await this.o.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
@@ -143,7 +143,11 @@ export class FileTasks {
       const account = await this.o.accounts.getAccount(f.accountId);
       const used = await this.o.files.storageUsedBytes(f.accountId);
       if (account && used + size > account.plan.storageQuotaBytes) {
-        return this.fail(f, ErrorStatus.STORAGE_QUOTA_EXCEEDED, `the file (${size} bytes) would exceed the storage quota of your plan (${account.plan.name})`);
+        return this.fail(
+          f,
+          ErrorStatus.STORAGE_QUOTA_EXCEEDED,
+          `the file (${size} bytes) would exceed the storage quota of your plan (${account.plan.name})`,
+        );
       }
       const media = await this.o.prober.describe(path, f.fileName);
       await this.o.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));

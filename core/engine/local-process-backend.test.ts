@@ -16,7 +16,11 @@ async function localBackendFixture(warmRunner: boolean) {
   const dir = await mkdtemp(join(tmpdir(), 'ffop-local-backend-'));
   // The storage's URLs need the server's port, so the routes are attached once it listens.
   let routes: ReturnType<typeof storageFilesRoutes> | null = null;
-  const server = serve({ fetch: (req) => (routes ? routes.fetch(req) : new Response(null, { status: 503 })), hostname: '127.0.0.1', port: 0 });
+  const server = serve({
+    fetch: (req) => (routes ? routes.fetch(req) : new Response(null, { status: 503 })),
+    hostname: '127.0.0.1',
+    port: 0,
+  });
   await new Promise((r) => server.once('listening', r));
   const port = (server.address() as AddressInfo).port;
   const storage = new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: `http://127.0.0.1:${port}`, signingKey: 'k'.repeat(32) });
@@ -40,7 +44,11 @@ for (const warmRunner of [false, true]) {
 
 /** Pids of this process's runner children working under `workRoot` (Linux: /proc/<pid>/task/<pid>/children). */
 async function runnerPids(workRoot: string): Promise<number[]> {
-  const children = (await readFile(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8')).trim().split(/\s+/).filter(Boolean).map(Number);
+  const children = (await readFile(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8'))
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number);
   const runners: number[] = [];
   for (const pid of children) {
     const environ = (await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')).split('\0');
@@ -56,7 +64,10 @@ for (const warmRunner of [false, true]) {
     const seen = new Set<number>();
     try {
       for (let i = 0; i < 4; i++) {
-        const { spec: s, ref } = await spec(f.storage, '-f lavfi -i testsrc=size=64x48:rate=10:duration=0.2 -c:v libx264 -preset ultrafast {{out_1}}');
+        const { spec: s, ref } = await spec(
+          f.storage,
+          '-f lavfi -i testsrc=size=64x48:rate=10:duration=0.2 -c:v libx264 -preset ultrafast {{out_1}}',
+        );
         await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 60, accountId: 'acct' });
         for (const pid of await runnerPids(f.workRoot)) seen.add(pid);
         assert.equal((await events.result(ref.name)).ok, true);

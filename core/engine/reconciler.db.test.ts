@@ -60,7 +60,12 @@ class RecordingJobBackend implements JobBackend {
 
   /** As a runner: the step worked, with every declared output of its spec. */
   succeed(request: JobRequest): void {
-    const outputs = request.spec.outputs.map((o) => ({ alias: o.alias, fileName: o.fileName, size: 1000, media: unknownMedia(o.fileName) }));
+    const outputs = request.spec.outputs.map((o) => ({
+      alias: o.alias,
+      fileName: o.fileName,
+      size: 1000,
+      media: unknownMedia(o.fileName),
+    }));
     this.report(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes: 10, outputs });
   }
 
@@ -79,7 +84,15 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
   const database = await openTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'ffop-reconciler-'));
   const plans = new PlansRepo(database.db);
-  await plans.create({ name: 'four', maxVcpus: 4, maxCommandRunSeconds: 600, requestsPerMinute: 100, storageQuotaBytes: 1e12, processingQuotaBytesPerMonth: 1e12, privateFiles: true });
+  await plans.create({
+    name: 'four',
+    maxVcpus: 4,
+    maxCommandRunSeconds: 600,
+    requestsPerMinute: 100,
+    storageQuotaBytes: 1e12,
+    processingQuotaBytesPerMonth: 1e12,
+    privateFiles: true,
+  });
   const accounts = new AccountsRepo(database.db);
   const caller = async (name: string): Promise<Caller> => {
     const account = await accounts.createAccount(name, 'four');
@@ -100,7 +113,13 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     resyncMs: 3_600_000, // passes only when the test asks or the reconciler kicks itself
   });
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
-    const row = singleCommandRow(who, { ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}', output_files: { out_1: 'o.mp4' }, max_command_run_seconds: 60, vcpu_count: vcpus, is_private: false });
+    const row = singleCommandRow(who, {
+      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: vcpus,
+      is_private: false,
+    });
     await commands.insert(row);
     return row.id;
   };
@@ -113,7 +132,14 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     }
   };
   return {
-    database, commands, plans, backend, reconciler, submit, eventually, now,
+    database,
+    commands,
+    plans,
+    backend,
+    reconciler,
+    submit,
+    eventually,
+    now,
     a: await caller('A'),
     b: await caller('B'),
     close: async () => {
@@ -178,7 +204,10 @@ test('a success records the outputs and the figures, and deletes the job', async
     assert.equal(row.ffmpegSeconds, 1.5);
     assert.equal(row.processedBytes, 10 + 1000);
     assert.deepEqual(row.finishedAt, f.now);
-    assert.deepEqual((await f.commands.outputFiles(id)).map((x) => [x.alias, x.sizeBytes, x.status]), [['out_1', 1000, 'STORED']]);
+    assert.deepEqual(
+      (await f.commands.outputFiles(id)).map((x) => [x.alias, x.sizeBytes, x.status]),
+      [['out_1', 1000, 'STORED']],
+    );
     assert.ok(f.backend.deleted.includes(job.ref.name));
   } finally {
     await f.close();
@@ -203,7 +232,10 @@ test('a chain moves to its next step with the earlier outputs stored', async () 
     const second = f.backend.lastFor(id);
     assert.equal(second.ref.step, 1);
     assert.equal((await f.commands.findById(id))!.status, 'PROCESSING');
-    assert.deepEqual((await f.commands.outputFiles(id)).map((x) => x.alias), ['out_1']);
+    assert.deepEqual(
+      (await f.commands.outputFiles(id)).map((x) => x.alias),
+      ['out_1'],
+    );
     f.backend.succeed(second);
     await f.eventually(id, (r) => r.status === 'SUCCESS');
   } finally {
@@ -242,8 +274,15 @@ test("an earlier attempt's result changes nothing, and its job is deleted", asyn
     const stale = f.backend.lastFor(id);
     f.backend.jobs.delete(stale.ref.name);
     await f.reconciler.reconcileOnce(); // attempt 2 starts
-    f.backend.report(stale.ref, { type: 'result', ok: false, errorStatus: 'FFMPEG_FAILED' as never, errorMessage: 'late', ffmpegSeconds: null, inputBytes: 0 });
-    for (const deadline = Date.now() + 5000; !f.backend.deleted.includes(stale.ref.name); ) {
+    f.backend.report(stale.ref, {
+      type: 'result',
+      ok: false,
+      errorStatus: 'FFMPEG_FAILED' as never,
+      errorMessage: 'late',
+      ffmpegSeconds: null,
+      inputBytes: 0,
+    });
+    for (const deadline = Date.now() + 5000; !f.backend.deleted.includes(stale.ref.name);) {
       if (Date.now() > deadline) assert.fail('the stale job was not deleted');
       await new Promise((r) => setTimeout(r, 5));
     }

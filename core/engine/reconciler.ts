@@ -107,7 +107,8 @@ export class Reconciler {
     return this.serial(async () => {
       const command = await this.o.commands.findById(commandId);
       if (!command || (command.status !== CommandStatus.QUEUED && command.status !== CommandStatus.PROCESSING)) return;
-      if (command.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+      if (command.status === CommandStatus.PROCESSING)
+        await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
       await this.fail(command, ErrorStatus.CANCELLED, message);
     });
   }
@@ -117,7 +118,8 @@ export class Reconciler {
       for (const command of await this.o.commands.active()) {
         const state = await this.o.ensureResource(command);
         if (state === 'deleted') {
-          if (command.status === CommandStatus.PROCESSING) await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+          if (command.status === CommandStatus.PROCESSING)
+            await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
           await this.fail(command, ErrorStatus.CANCELLED, 'its FfmpegCommand resource was deleted; the command was stopped');
         }
       }
@@ -134,8 +136,11 @@ export class Reconciler {
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
     for (const command of await this.o.commands.overPlan()) {
-      await this.fail({ id: command.id, ffmpegSeconds: 0, processedBytes: 0 }, ErrorStatus.PLAN_LIMIT_EXCEEDED,
-        `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`);
+      await this.fail(
+        { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
+        ErrorStatus.PLAN_LIMIT_EXCEEDED,
+        `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`,
+      );
     }
     // The database prefilters the queue by each account's plan; every candidate uses at least one
     // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
@@ -162,7 +167,11 @@ export class Reconciler {
   private async recoverLostJob(command: ActiveCommand): Promise<void> {
     const maxAttempts = this.o.maxAttempts ?? 3;
     if (command.attempt >= maxAttempts) {
-      await this.fail(command, ErrorStatus.INTERRUPTED, `the service stopped while this command ran, ${command.attempt} times; it was not tried again`);
+      await this.fail(
+        command,
+        ErrorStatus.INTERRUPTED,
+        `the service stopped while this command ran, ${command.attempt} times; it was not tried again`,
+      );
       return;
     }
     const attempt = command.attempt + 1;
@@ -173,10 +182,21 @@ export class Reconciler {
   }
 
   private async startStep(command: CommandRow): Promise<void> {
-    const ref: JobRef = { name: jobName(command.id, command.currentStep, command.attempt), commandId: command.id, step: command.currentStep, attempt: command.attempt };
+    const ref: JobRef = {
+      name: jobName(command.id, command.currentStep, command.attempt),
+      commandId: command.id,
+      step: command.currentStep,
+      attempt: command.attempt,
+    };
     try {
       const spec = await buildStepSpec(command, command.currentStep, this.o.storage, this.o.limits);
-      await this.o.backend.ensureJob({ ref, spec, vcpus: command.vcpuCount, deadlineSeconds: stepDeadlineSeconds(command, this.o.limits), accountId: command.accountId });
+      await this.o.backend.ensureJob({
+        ref,
+        spec,
+        vcpus: command.vcpuCount,
+        deadlineSeconds: stepDeadlineSeconds(command, this.o.limits),
+        accountId: command.accountId,
+      });
     } catch (err) {
       await this.fail(command, ErrorStatus.INTERNAL_ERROR, `could not start step ${command.currentStep + 1}: ${(err as Error).message}`);
     }
@@ -191,9 +211,19 @@ export class Reconciler {
       for (const o of event.outputs) {
         const declared = command.outputs.find((d) => d.alias === o.alias);
         if (declared?.kind !== 'playlist') continue;
-        const key = objectKey({ isPrivate: command.isPrivate, accountId: command.accountId, fileId: declared.fileId, fileName: declared.fileName });
+        const key = objectKey({
+          isPrivate: command.isPrivate,
+          accountId: command.accountId,
+          fileId: declared.fileId,
+          fileName: declared.fileName,
+        });
         try {
-          await unpackPlaylist(this.o.storage, playlistStagingKey(command.accountId, declared.fileId), key.slice(0, key.lastIndexOf('/') + 1), this.o.workDir);
+          await unpackPlaylist(
+            this.o.storage,
+            playlistStagingKey(command.accountId, declared.fileId),
+            key.slice(0, key.lastIndexOf('/') + 1),
+            this.o.workDir,
+          );
         } catch (err) {
           return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
         }
@@ -251,7 +281,12 @@ export class Reconciler {
         alias: o.alias,
         serviceStoreType: StoreType.OUTPUT,
         status: FileStatus.STORED,
-        storageKey: objectKey({ isPrivate: command.isPrivate, accountId: command.accountId, fileId: declared.fileId, fileName: declared.fileName }),
+        storageKey: objectKey({
+          isPrivate: command.isPrivate,
+          accountId: command.accountId,
+          fileId: declared.fileId,
+          fileName: declared.fileName,
+        }),
         fileName: declared.fileName,
         originalFileUrl: declared.fileName,
         isPrivate: command.isPrivate,
@@ -275,14 +310,24 @@ export class Reconciler {
       this.kick(); // its vCPUs are free for the next queued command
       return;
     }
-    const next = { currentStep: command.currentStep + 1, attempt: 1, ffmpegSeconds, processedBytes, processingStage: ProcessingStage.DOWNLOADING };
+    const next = {
+      currentStep: command.currentStep + 1,
+      attempt: 1,
+      ffmpegSeconds,
+      processedBytes,
+      processingStage: ProcessingStage.DOWNLOADING,
+    };
     await this.o.commands.completeStep(command.id, files, next);
     this.o.onCommandChanged?.(command.id);
     this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
     await this.startStep({ ...command, ...next });
   }
 
-  private async fail(command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'>, errorStatus: ErrorStatus, errorMessage: string): Promise<void> {
+  private async fail(
+    command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'>,
+    errorStatus: ErrorStatus,
+    errorMessage: string,
+  ): Promise<void> {
     await this.o.commands.update(command.id, {
       status: CommandStatus.FAILED,
       errorStatus,

@@ -48,7 +48,10 @@ test('attack: storage URLs whose path decodes to no valid key are "invalid", nev
       assert.match((await invalidStorageUrl(storage, base + path)) ?? '', /storage URL of this service/, path);
     }
     // The URL parser resolves plain dot segments itself: what is left is an ordinary key (or not ours).
-    assert.deepEqual(await classifyStorageUrl(storage, `${base}public/%2e%2e/private/acc-2/f/x.mp4`), { kind: 'storage', key: 'private/acc-2/f/x.mp4' });
+    assert.deepEqual(await classifyStorageUrl(storage, `${base}public/%2e%2e/private/acc-2/f/x.mp4`), {
+      kind: 'storage',
+      key: 'private/acc-2/f/x.mp4',
+    });
     assert.equal(accountMayRead('private/acc-2/f/x.mp4', 'acc-1'), false);
     assert.deepEqual(await classifyStorageUrl(storage, `${base}%2e%2e/%2e%2e/etc/passwd`), { kind: 'external' });
     assert.equal(await invalidStorageUrl(storage, storage.publicUrl('public/a/f/my clip.mp4')), null);

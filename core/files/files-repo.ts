@@ -20,7 +20,10 @@ export class FilesRepo {
   }
 
   async findForAccount(accountId: string, id: string): Promise<FileRow | null> {
-    const [row] = await this.db.select().from(files).where(and(eq(files.id, id), eq(files.accountId, accountId)));
+    const [row] = await this.db
+      .select()
+      .from(files)
+      .where(and(eq(files.id, id), eq(files.accountId, accountId)));
     return row ?? null;
   }
 
@@ -41,7 +44,10 @@ export class FilesRepo {
   }
 
   async update(id: string, patch: Partial<NewFileRow>): Promise<void> {
-    await this.db.update(files).set({ ...patch, updatedAt: new Date() }).where(eq(files.id, id));
+    await this.db
+      .update(files)
+      .set({ ...patch, updatedAt: new Date() })
+      .where(eq(files.id, id));
   }
 
   /**
@@ -76,12 +82,7 @@ export class FilesRepo {
     return this.db
       .select()
       .from(files)
-      .where(
-        and(
-          eq(files.isDeleted, false),
-          or(and(eq(files.status, 'QUEUED'), isNull(files.uploadId)), eq(files.status, 'UPLOADED')),
-        ),
-      )
+      .where(and(eq(files.isDeleted, false), or(and(eq(files.status, 'QUEUED'), isNull(files.uploadId)), eq(files.status, 'UPLOADED'))))
       .orderBy(files.createdAt)
       .limit(limit);
   }

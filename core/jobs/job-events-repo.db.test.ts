@@ -7,7 +7,11 @@ import { JOB_EVENT_CHANNEL, JobEventsRepo } from './job-events-repo.ts';
 test('storing a runner event notifies the job event channel', async () => {
   const database = await openTestDatabase();
   let notified = 0;
-  const stop = await database.listen(JOB_EVENT_CHANNEL, () => notified++, () => {});
+  const stop = await database.listen(
+    JOB_EVENT_CHANNEL,
+    () => notified++,
+    () => {},
+  );
   try {
     await new JobEventsRepo(database.db).append('ffc-x-0-1', { type: 'stage', stage: 'DOWNLOADING' as never });
     for (const deadline = Date.now() + 5000; notified === 0; await new Promise((r) => setTimeout(r, 10))) {

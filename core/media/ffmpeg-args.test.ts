@@ -40,12 +40,36 @@ describe('buildFfmpegArgv', () => {
       { threads: 2 },
     );
     assert.deepEqual(argv, [
-      '-loglevel', 'info',
-      '-hide_banner', '-nostdin', '-y', '-nostats', '-progress', 'pipe:1',
-      '-filter_threads', '2', '-filter_complex_threads', '2',
-      '-ss', '2', '-protocol_whitelist', 'file,pipe', '-max_pixels', String(DEFAULT_MAX_PIXELS), '-threads', '2',
-      '-i', '/work/in_1.bin',
-      '-c:v', 'libx264', '-vf', 'scale=100:-2', '-protocol_whitelist', 'file', '-threads', '2',
+      '-loglevel',
+      'info',
+      '-hide_banner',
+      '-nostdin',
+      '-y',
+      '-nostats',
+      '-progress',
+      'pipe:1',
+      '-filter_threads',
+      '2',
+      '-filter_complex_threads',
+      '2',
+      '-ss',
+      '2',
+      '-protocol_whitelist',
+      'file,pipe',
+      '-max_pixels',
+      String(DEFAULT_MAX_PIXELS),
+      '-threads',
+      '2',
+      '-i',
+      '/work/in_1.bin',
+      '-c:v',
+      'libx264',
+      '-vf',
+      'scale=100:-2',
+      '-protocol_whitelist',
+      'file',
+      '-threads',
+      '2',
       '/work/out_1.bin',
     ]);
   });
@@ -63,9 +87,33 @@ describe('buildFfmpegArgv', () => {
       { threads: 1, maxPixels: 1000 },
     );
     assert.deepEqual(argv.slice(argv.indexOf('-f')), [
-      '-f', 'concat', '-protocol_whitelist', 'file,pipe', '-safe', '1', '-max_pixels', '1000', '-threads', '1', '-i', '/work/list.bin',
-      '-protocol_whitelist', 'file,pipe', '-max_pixels', '1000', '-threads', '1', '-i', 'local.mp4',
-      '-attach', '/work/font.bin', '-protocol_whitelist', 'file', '-threads', '1', 'out.mkv',
+      '-f',
+      'concat',
+      '-protocol_whitelist',
+      'file,pipe',
+      '-safe',
+      '1',
+      '-max_pixels',
+      '1000',
+      '-threads',
+      '1',
+      '-i',
+      '/work/list.bin',
+      '-protocol_whitelist',
+      'file,pipe',
+      '-max_pixels',
+      '1000',
+      '-threads',
+      '1',
+      '-i',
+      'local.mp4',
+      '-attach',
+      '/work/font.bin',
+      '-protocol_whitelist',
+      'file',
+      '-threads',
+      '1',
+      'out.mkv',
     ]);
   });
 
@@ -73,15 +121,17 @@ describe('buildFfmpegArgv', () => {
     const argv = buildFfmpegArgv(
       command({
         inputs: [{ options: [], target: { alias: 'in_1' } }],
-        outputs: [{
-          options: [
-            '-vf',
-            { template: ['subtitles=', { alias: 'in_srt', levels: ['bare', 'bare'] }, ":force_style='Fontsize=24'"] },
-            '-metadata',
-            { template: ['comment=', { alias: 'in_srt', levels: [] }] },
-          ],
-          target: 'o.mp4',
-        }],
+        outputs: [
+          {
+            options: [
+              '-vf',
+              { template: ['subtitles=', { alias: 'in_srt', levels: ['bare', 'bare'] }, ":force_style='Fontsize=24'"] },
+              '-metadata',
+              { template: ['comment=', { alias: 'in_srt', levels: [] }] },
+            ],
+            target: 'o.mp4',
+          },
+        ],
       }),
       (alias) => `.in/${alias}/a, b's.srt`,
       { threads: 1 },
@@ -91,14 +141,19 @@ describe('buildFfmpegArgv', () => {
   });
 
   test("drops the user's -n and -y: the service's -y would contradict -n", () => {
-    const argv = buildFfmpegArgv(command({ globals: ['-n', '-loglevel', 'info', '-y'], outputs: [{ options: [], target: 'o.mp4' }] }), resolveAlias, { threads: 1 });
+    const argv = buildFfmpegArgv(
+      command({ globals: ['-n', '-loglevel', 'info', '-y'], outputs: [{ options: [], target: 'o.mp4' }] }),
+      resolveAlias,
+      { threads: 1 },
+    );
     assert.equal(argv.filter((a) => a === '-n').length, 0);
     assert.equal(argv.filter((a) => a === '-y').length, 1);
     assert.deepEqual(argv.slice(0, 2), ['-loglevel', 'info']);
   });
 
   test('refuses targets that ffmpeg would read as options, and bad numbers', () => {
-    const withOutput = (target: string): ParsedCommand => command({ inputs: [{ options: [], target: 'a.mp4' }], outputs: [{ options: [], target }] });
+    const withOutput = (target: string): ParsedCommand =>
+      command({ inputs: [{ options: [], target: 'a.mp4' }], outputs: [{ options: [], target }] });
     assert.throws(() => buildFfmpegArgv(withOutput('-report'), resolveAlias, { threads: 1 }), /invalid ffmpeg input or output/);
     const aliasInput = command({ inputs: [{ options: [], target: { alias: 'a' } }] });
     assert.throws(() => buildFfmpegArgv(aliasInput, () => '-x', { threads: 1 }), /invalid ffmpeg input or output: "-x"/);
@@ -114,7 +169,18 @@ describe('the built argv with the real ffmpeg', () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ffmpeg-args-test-'));
-    const make = await ffmpeg(dir, ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=1:size=320x240:rate=25', '-pix_fmt', 'yuv420p', 'in.mp4']);
+    const make = await ffmpeg(dir, [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=duration=1:size=320x240:rate=25',
+      '-pix_fmt',
+      'yuv420p',
+      'in.mp4',
+    ]);
     assert.equal(make.code, 0, make.stderr);
     await writeFile(join(dir, 'list.txt'), "file 'in.mp4'\nfile 'in.mp4'\n");
   });
@@ -127,7 +193,10 @@ describe('the built argv with the real ffmpeg', () => {
 
   test('a probed ffconcat list cannot turn -safe off', async () => {
     await writeFile(join(dir, 'absolute.ffconcat'), `ffconcat version 1.0\nfile '${join(dir, 'in.mp4')}'\n`);
-    const cmd = command({ inputs: [{ options: ['-safe', '0'], target: 'absolute.ffconcat' }], outputs: [{ options: ['-f', 'null'], target: '-' }] });
+    const cmd = command({
+      inputs: [{ options: ['-safe', '0'], target: 'absolute.ffconcat' }],
+      outputs: [{ options: ['-f', 'null'], target: '-' }],
+    });
     const run = await ffmpeg(dir, buildFfmpegArgv(cmd, resolveInDir, { threads: 1 }));
     assert.notEqual(run.code, 0);
     assert.match(run.stderr, /Unsafe file name/);

@@ -34,7 +34,23 @@ describe('probeMedia on real files', () => {
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'probe-test-'));
-    await ffmpeg(dir, ...video, ...sine, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-profile:v', 'main', '-level:v', '3.0', '-c:a', 'aac', '-shortest', 'a.mp4');
+    await ffmpeg(
+      dir,
+      ...video,
+      ...sine,
+      '-c:v',
+      'libx264',
+      '-pix_fmt',
+      'yuv420p',
+      '-profile:v',
+      'main',
+      '-level:v',
+      '3.0',
+      '-c:a',
+      'aac',
+      '-shortest',
+      'a.mp4',
+    );
     await Promise.all([
       copyFile(file('a.mp4'), file('a.mov')),
       ffmpeg(dir, '-i', 'a.mp4', '-c', 'copy', 'a.mkv'),
@@ -239,13 +255,19 @@ describe('mediaInfoFromProbe', () => {
   });
 
   test('falls back to r_frame_rate and to the container rate of an audio-only file', () => {
-    const video = mediaInfoFromProbe({ format: { format_name: 'mpegts' }, streams: [{ codec_type: 'video', avg_frame_rate: '0/0', r_frame_rate: '50/1' }] }, 'x.ts');
+    const video = mediaInfoFromProbe(
+      { format: { format_name: 'mpegts' }, streams: [{ codec_type: 'video', avg_frame_rate: '0/0', r_frame_rate: '50/1' }] },
+      'x.ts',
+    );
     assert.equal(video.frame_rate, 50);
     assert.equal(video.is_varying_frame_rate, null);
     assert.equal(video.file_format, 'mpegts');
     assert.equal(video.mime_type, 'video/mp2t');
 
-    const flac = mediaInfoFromProbe({ format: { format_name: 'flac', bit_rate: '162680' }, streams: [{ codec_type: 'audio', codec_name: 'flac' }] }, 'x.flac');
+    const flac = mediaInfoFromProbe(
+      { format: { format_name: 'flac', bit_rate: '162680' }, streams: [{ codec_type: 'audio', codec_name: 'flac' }] },
+      'x.flac',
+    );
     assert.equal(flac.bitrate_audio_kb, 162.68);
     assert.equal(flac.mime_type, 'audio/flac');
   });

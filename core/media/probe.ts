@@ -132,7 +132,7 @@ export function mediaInfoFromProbe(probe: ProbeOutput, fileName: string): MediaI
 
   const formatBitRate = toNumber(format.bit_rate);
   const audioBitRate = toNumber(audio?.bit_rate) ?? (video === undefined && audio ? formatBitRate : null);
-  const videoBitRate = video ? toNumber(video.bit_rate) ?? estimateVideoBitRate(formatBitRate, audios) : null;
+  const videoBitRate = video ? (toNumber(video.bit_rate) ?? estimateVideoBitRate(formatBitRate, audios)) : null;
 
   return {
     file_type: fileType,
@@ -160,7 +160,13 @@ function isImageFormat(format: ProbeFormat, video: ProbeStream): boolean {
   return (name === 'gif' || name === 'apng') && video.nb_frames === '1';
 }
 
-function fileTypeOf(format: ProbeFormat, video: ProbeStream | undefined, audioCount: number, subtitleCount: number, streams: ProbeStream[]): string {
+function fileTypeOf(
+  format: ProbeFormat,
+  video: ProbeStream | undefined,
+  audioCount: number,
+  subtitleCount: number,
+  streams: ProbeStream[],
+): string {
   if (video) return isImageFormat(format, video) ? 'image' : 'video';
   if (audioCount > 0) return 'audio';
   if (subtitleCount > 0) return 'subtitles';

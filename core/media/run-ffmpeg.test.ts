@@ -55,7 +55,15 @@ describe('runFfmpeg', () => {
     const { confinement, uids } = await testConfinement();
     const uid = uids?.acquire();
     if (uid !== undefined) await handOver(dir, uid);
-    const result = await runFfmpeg({ argv, folder: dir, confinement, uid, limits, timeoutSeconds: 60, onProgress: (p) => progress.push(p) });
+    const result = await runFfmpeg({
+      argv,
+      folder: dir,
+      confinement,
+      uid,
+      limits,
+      timeoutSeconds: 60,
+      onProgress: (p) => progress.push(p),
+    });
     if (uid !== undefined) uids?.release(uid);
 
     assert.equal(result.exitCode, 0, result.stderrTail);
@@ -108,7 +116,15 @@ describe('runFfmpeg', () => {
   test('an abort stops the run and is reported as aborted', { timeout: 60_000 }, async () => {
     const controller = new AbortController();
     const argv = ['-nostdin', '-nostats', '-progress', 'pipe:1', '-re', '-f', 'lavfi', '-i', 'testsrc', '-f', 'null', '-'];
-    const result = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits, timeoutSeconds: 60, signal: controller.signal, onProgress: () => controller.abort() });
+    const result = await runFfmpeg({
+      argv,
+      folder: dir,
+      confinement: unconfined,
+      limits,
+      timeoutSeconds: 60,
+      signal: controller.signal,
+      onProgress: () => controller.abort(),
+    });
     assert.equal(result.aborted, true);
     assert.equal(result.timedOut, false);
     assert.equal(result.exitCode, 255);
@@ -118,8 +134,14 @@ describe('runFfmpeg', () => {
     assert.equal(before.exitCode, null);
   });
 
-  test('a failing command: exit code and the tail of ffmpeg\'s error text', async () => {
-    const result = await runFfmpeg({ argv: ['-hide_banner', '-nostdin', '-i', 'missing.mp4', 'out.mkv'], folder: dir, confinement: unconfined, limits, timeoutSeconds: 60 });
+  test("a failing command: exit code and the tail of ffmpeg's error text", async () => {
+    const result = await runFfmpeg({
+      argv: ['-hide_banner', '-nostdin', '-i', 'missing.mp4', 'out.mkv'],
+      folder: dir,
+      confinement: unconfined,
+      limits,
+      timeoutSeconds: 60,
+    });
     assert.equal(result.exitCode, 1);
     assert.equal(result.timedOut, false);
     assert.match(result.stderrTail, /missing\.mp4: No such file or directory/);
@@ -139,17 +161,37 @@ describe('runFfmpeg', () => {
 
   test('the file size limit kills a run that writes too much', { timeout: 60_000 }, async () => {
     const argv = ['-nostdin', '-y', '-f', 'lavfi', '-i', 'testsrc=duration=20', '-c:v', 'rawvideo', '-f', 'nut', 'big.nut'];
-    const result = await runFfmpeg({ argv, folder: dir, confinement: unconfined, limits: { ...limits, fileSizeBytes: 100_000 }, timeoutSeconds: 60 });
+    const result = await runFfmpeg({
+      argv,
+      folder: dir,
+      confinement: unconfined,
+      limits: { ...limits, fileSizeBytes: 100_000 },
+      timeoutSeconds: 60,
+    });
     assert.equal(result.signal, 'SIGXFSZ');
     assert.ok((await stat(join(dir, 'big.nut'))).size <= 100_000);
   });
 
   test('an ffmpeg that cannot start fails with its reason; a run without a time limit is an error', async () => {
-    await assert.rejects(runFfmpeg({ argv: ['-version'], folder: dir, confinement: unconfined, limits, timeoutSeconds: 0 }), /timeoutSeconds must be positive/);
-    await assert.rejects(runFfmpeg({ argv: ['-version'], folder: dir, confinement: unconfined, limits, timeoutSeconds: Number.NaN }), /timeoutSeconds must be positive/);
+    await assert.rejects(
+      runFfmpeg({ argv: ['-version'], folder: dir, confinement: unconfined, limits, timeoutSeconds: 0 }),
+      /timeoutSeconds must be positive/,
+    );
+    await assert.rejects(
+      runFfmpeg({ argv: ['-version'], folder: dir, confinement: unconfined, limits, timeoutSeconds: Number.NaN }),
+      /timeoutSeconds must be positive/,
+    );
     const { confinement } = await testConfinement();
     for (const c of [unconfined, confinement]) {
-      const missing = await runFfmpeg({ argv: [], folder: dir, confinement: c, uid: 3_000_999, limits, timeoutSeconds: 5, ffmpegPath: '/usr/bin/no-such-ffmpeg' });
+      const missing = await runFfmpeg({
+        argv: [],
+        folder: dir,
+        confinement: c,
+        uid: 3_000_999,
+        limits,
+        timeoutSeconds: 5,
+        ffmpegPath: '/usr/bin/no-such-ffmpeg',
+      });
       assert.notEqual(missing.exitCode, 0);
       assert.match(missing.stderrTail, /no-such-ffmpeg.*No such file/);
     }

@@ -78,10 +78,13 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
     killGroup('SIGTERM');
     graceTimer = setTimeout(() => killGroup('SIGKILL'), opts.killGraceMs ?? 2000);
   };
-  const timeoutTimer = setTimeout(() => {
-    timedOut = true;
-    stop();
-  }, Math.min(opts.timeoutSeconds * 1000, MAX_TIMER_MS));
+  const timeoutTimer = setTimeout(
+    () => {
+      timedOut = true;
+      stop();
+    },
+    Math.min(opts.timeoutSeconds * 1000, MAX_TIMER_MS),
+  );
   const onAbort = (): void => {
     if (!timedOut) aborted = true;
     stop();

@@ -5,9 +5,20 @@ import { probeMedia, type ProbeOptions } from './probe.ts';
 /** Metadata of a file that is not media ffprobe can read (a text file, a zip): type by name only. */
 export function unknownMedia(fileName: string): MediaInfo {
   return {
-    file_type: 'other', file_format: null, codec: null, mime_type: contentTypeForFileName(fileName), duration: null,
-    width: null, height: null, frame_rate: null, is_varying_frame_rate: null, timebase: null, pixel_format: null,
-    bitrate_video_kb: null, bitrate_audio_kb: null, video_profile_level: null,
+    file_type: 'other',
+    file_format: null,
+    codec: null,
+    mime_type: contentTypeForFileName(fileName),
+    duration: null,
+    width: null,
+    height: null,
+    frame_rate: null,
+    is_varying_frame_rate: null,
+    timebase: null,
+    pixel_format: null,
+    bitrate_video_kb: null,
+    bitrate_audio_kb: null,
+    video_profile_level: null,
   };
 }
 

@@ -162,8 +162,23 @@ describe('allow entries', () => {
     assert.equal(policy.isAllowed('10.0.0.1', 80, 'x'), true);
   });
 
-  for (const entry of ['foo', ':80', 'host:', 'host:0', 'host:65536', 'host:8o', '[::1]', '[nope]:80',
-    '::1:8080x', '10.0.0.0/33', '::/129', 'host/8', '10.0.0.0/', 'bad_host!:80', 'a b:80']) {
+  for (const entry of [
+    'foo',
+    ':80',
+    'host:',
+    'host:0',
+    'host:65536',
+    'host:8o',
+    '[::1]',
+    '[nope]:80',
+    '::1:8080x',
+    '10.0.0.0/33',
+    '::/129',
+    'host/8',
+    '10.0.0.0/',
+    'bad_host!:80',
+    'a b:80',
+  ]) {
     test(`rejects malformed entry "${entry}"`, () => {
       assert.throws(() => createAddressPolicy([entry]), /allow entry/);
     });

@@ -185,9 +185,7 @@ export function createAddressPolicy(allow: string[]): AddressPolicy {
       if (isPublicUnicast(address)) return true;
       if (allowedRanges.check(address.text, address.family === 4 ? 'ipv4' : 'ipv6')) return true;
       const host = normalizeHostname(hostname);
-      return hostPorts.some(
-        (entry) => entry.port === port && (entry.isAddress ? entry.host === address.text : entry.host === host),
-      );
+      return hostPorts.some((entry) => entry.port === port && (entry.isAddress ? entry.host === address.text : entry.host === host));
     },
   };
 }

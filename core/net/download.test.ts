@@ -69,11 +69,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function expectDownloadError(
-  promise: Promise<unknown>,
-  status: ErrorStatus,
-  message?: RegExp,
-): Promise<DownloadError> {
+async function expectDownloadError(promise: Promise<unknown>, status: ErrorStatus, message?: RegExp): Promise<DownloadError> {
   let caught: unknown;
   await assert.rejects(promise, (error) => {
     caught = error;
@@ -196,11 +192,7 @@ describe('downloadToFile', () => {
     const front = await startServer(t, (_req, res) => {
       res.writeHead(301, { location: `http://127.0.0.1:${inside.port}/secret.mp4` }).end();
     });
-    const promise = downloadToFile(
-      loopback(front.port),
-      inFile(dir),
-      options(createAddressPolicy([`127.0.0.1:${front.port}`])),
-    );
+    const promise = downloadToFile(loopback(front.port), inFile(dir), options(createAddressPolicy([`127.0.0.1:${front.port}`])));
     await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, new RegExp(`:${inside.port}/secret\\.mp4`));
     assert.deepEqual(front.hits, ['/a.mp4']);
     assert.equal(inside.connections(), 0);
@@ -221,11 +213,7 @@ describe('downloadToFile', () => {
     const server = await startServer(t, (req, res) => {
       res.writeHead(307, { location: `${req.url}x` }).end();
     });
-    const promise = downloadToFile(
-      loopback(server.port),
-      inFile(dir),
-      options(null, { maxRedirects: 2 }),
-    );
+    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxRedirects: 2 }));
     await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /more than 2 times/);
     assert.equal(server.hits.length, 3);
   });
@@ -235,11 +223,7 @@ describe('downloadToFile', () => {
     const server = await startServer(t, (_req, res) => {
       res.writeHead(404).end('nope');
     });
-    const promise = downloadToFile(
-      `http://127.0.0.1:${server.port}/x.mp4?X-Amz-Signature=SECRET#frag`,
-      inFile(dir),
-      options(null),
-    );
+    const promise = downloadToFile(`http://127.0.0.1:${server.port}/x.mp4?X-Amz-Signature=SECRET#frag`, inFile(dir), options(null));
     const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE);
     assert.equal(error.message, `GET http://127.0.0.1:${server.port}/x.mp4 answered HTTP 404`);
     assert.deepEqual(await readdir(dir), []);
@@ -273,11 +257,7 @@ describe('downloadToFile', () => {
   test('a declared Content-Length above the limit is INPUT_FILE_TOO_LARGE', async (t) => {
     const dir = await tempDir(t);
     const server = await startServer(t, serveBody);
-    const promise = downloadToFile(
-      loopback(server.port),
-      inFile(dir),
-      options(null, { maxBytes: BODY.length - 1 }),
-    );
+    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxBytes: BODY.length - 1 }));
     await expectDownloadError(promise, ErrorStatus.INPUT_FILE_TOO_LARGE, new RegExp(`${BODY.length} bytes`));
     assert.deepEqual(await readdir(dir), []);
   });
@@ -289,11 +269,7 @@ describe('downloadToFile', () => {
       for (let i = 0; i < 4; i++) res.write(Buffer.alloc(1000, i));
       res.end();
     });
-    const promise = downloadToFile(
-      loopback(server.port),
-      inFile(dir),
-      options(null, { maxBytes: 2500 }),
-    );
+    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxBytes: 2500 }));
     await expectDownloadError(promise, ErrorStatus.INPUT_FILE_TOO_LARGE);
     assert.deepEqual(await readdir(dir), []);
   });
@@ -318,11 +294,7 @@ describe('downloadToFile', () => {
       const timer = setInterval(() => res.write('x'), 20);
       res.on('close', () => clearInterval(timer));
     });
-    const promise = downloadToFile(
-      loopback(server.port),
-      inFile(dir),
-      options(null, { timeoutMs: 300, idleTimeoutMs: 60_000 }),
-    );
+    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { timeoutMs: 300, idleTimeoutMs: 60_000 }));
     await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /timed out after 300 ms/);
     assert.deepEqual(await readdir(dir), []);
   });
@@ -333,11 +305,7 @@ describe('downloadToFile', () => {
       res.writeHead(200);
       res.write('first bytes, then nothing');
     });
-    const promise = downloadToFile(
-      loopback(server.port),
-      inFile(dir),
-      options(null, { timeoutMs: 60_000, idleTimeoutMs: 200 }),
-    );
+    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { timeoutMs: 60_000, idleTimeoutMs: 200 }));
     await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /no data for 200 ms/);
     assert.deepEqual(await readdir(dir), []);
   });
@@ -350,11 +318,7 @@ describe('downloadToFile', () => {
       res.write('some');
       controller.abort(new Error('shutting down'));
     });
-    const promise = downloadToFile(
-      loopback(server.port),
-      inFile(dir),
-      options(null, { signal: controller.signal }),
-    );
+    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { signal: controller.signal }));
     await assert.rejects(promise, /shutting down/);
     assert.deepEqual(await readdir(dir), []);
   });
@@ -383,11 +347,7 @@ describe('downloadToFile', () => {
   test('credentials in the URL are refused without echoing them', async (t) => {
     const dir = await tempDir(t);
     const server = await startServer(t, serveBody);
-    const promise = downloadToFile(
-      `http://alice:hunter2@127.0.0.1:${server.port}/a.mp4`,
-      inFile(dir),
-      options(null),
-    );
+    const promise = downloadToFile(`http://alice:hunter2@127.0.0.1:${server.port}/a.mp4`, inFile(dir), options(null));
     const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /credentials/);
     assert.doesNotMatch(error.message, /hunter2|alice/);
     assert.equal(server.connections(), 0);
@@ -399,9 +359,23 @@ describe('downloadToFile over https', () => {
     const keyPath = path.join(dir, 'key.pem');
     const certPath = path.join(dir, 'cert.pem');
     await run('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=test',
-      '-addext', 'subjectAltName=IP:127.0.0.1',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=test',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
     ]);
     const server = https.createServer({ key: await readFile(keyPath), cert: await readFile(certPath) }, serveBody);
     return { port: await listen(t, server), certPath };

@@ -251,13 +251,7 @@ function checkedLookup(policy: AddressPolicy, target: URL, host: string, port: n
   };
 }
 
-async function saveBody(
-  response: IncomingMessage,
-  target: URL,
-  destPath: string,
-  maxBytes: number,
-  signal: AbortSignal,
-): Promise<number> {
+async function saveBody(response: IncomingMessage, target: URL, destPath: string, maxBytes: number, signal: AbortSignal): Promise<number> {
   const tooLarge = (size: string) =>
     new DownloadError(
       ErrorStatus.INPUT_FILE_TOO_LARGE,

@@ -46,10 +46,13 @@ async function startLocal(opts: LocalOptions = {}): Promise<LocalFixture> {
     clock: opts.clock,
     minPartBytes: TEST_MIN_PART_BYTES,
   });
-  app.route('/', storageFilesRoutes(storage, {
-    maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024,
-    maxPartBytes: opts.maxPartBytes,
-  }));
+  app.route(
+    '/',
+    storageFilesRoutes(storage, {
+      maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024,
+      maxPartBytes: opts.maxPartBytes,
+    }),
+  );
   return {
     storage,
     root,
@@ -154,10 +157,7 @@ describe('local storage over HTTP', () => {
     assert.equal(signed.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(signed.headers.get('cache-control'), 'private, no-store');
     assert.equal(signed.headers.get('content-security-policy'), 'sandbox');
-    assert.equal(
-      signed.headers.get('content-disposition'),
-      `inline; filename="_t_ clip.mp4"; filename*=UTF-8''%C3%A9t%C3%A9%20clip.mp4`,
-    );
+    assert.equal(signed.headers.get('content-disposition'), `inline; filename="_t_ clip.mp4"; filename*=UTF-8''%C3%A9t%C3%A9%20clip.mp4`);
     assert.match(signed.headers.get('etag') ?? '', /^"[0-9a-f]+-[0-9a-f]+"$/);
 
     await stored('public/headers/page.html', 'text/html');
@@ -192,8 +192,14 @@ describe('local storage over HTTP', () => {
   });
 
   test('request paths that are not valid keys answer 400', async () => {
-    for (const path of ['/storage/a//b.mp4', '/storage/..%2F..%2Fetc%2Fpasswd', '/storage/a%5Cb.mp4',
-      '/storage/a%00b.mp4', '/storage/%E0%A4%A.mp4', '/storage/']) {
+    for (const path of [
+      '/storage/a//b.mp4',
+      '/storage/..%2F..%2Fetc%2Fpasswd',
+      '/storage/a%5Cb.mp4',
+      '/storage/a%00b.mp4',
+      '/storage/%E0%A4%A.mp4',
+      '/storage/',
+    ]) {
       const res = await fetch(fx.baseUrl + path);
       assert.equal(res.status, 400, path);
       assert.equal(typeof (await res.json()).detail, 'string');
@@ -398,7 +404,10 @@ describe('local storage: multipart uploads', () => {
     assert.equal(typeof JSON.parse(tooBig.body).detail, 'string');
     const atCap = await rawPut(url, randomBytes(200_000), { 'Content-Length': '200000' });
     assert.equal(atCap.status, 200);
-    assert.deepEqual((await fx.storage.listParts('mp/limits.bin', uploadId)).map((p) => p.size), [200_000]);
+    assert.deepEqual(
+      (await fx.storage.listParts('mp/limits.bin', uploadId)).map((p) => p.size),
+      [200_000],
+    );
     await fx.storage.abortMultipartUpload('mp/limits.bin', uploadId);
   });
 
@@ -463,7 +472,9 @@ describe('local storage: multipart uploads', () => {
     await sendPart('mp/resend.bin', uploadId, 1, Buffer.from('first try'));
     const second = Buffer.from('second try');
     assert.equal((await sendPart('mp/resend.bin', uploadId, 1, second)).status, 200);
-    assert.deepEqual(await fx.storage.listParts('mp/resend.bin', uploadId), [{ partNumber: 1, etag: `"${md5(second)}"`, size: second.length }]);
+    assert.deepEqual(await fx.storage.listParts('mp/resend.bin', uploadId), [
+      { partNumber: 1, etag: `"${md5(second)}"`, size: second.length },
+    ]);
     await fx.storage.completeMultipartUpload('mp/resend.bin', uploadId, [{ partNumber: 1, etag: md5(second) }]);
     assert.equal((await readAll(await fx.storage.read('mp/resend.bin'))).toString(), 'second try');
   });
@@ -475,10 +486,9 @@ describe('local storage: multipart uploads', () => {
     const madeUp = await sendPart('mp/owner.bin', 'A'.repeat(32), 1, Buffer.from('x'));
     assert.equal(madeUp.status, 404);
     await assert.rejects(fx.storage.listParts('mp/intruder.bin', uploadId), { name: 'MultipartError' });
-    await assert.rejects(
-      fx.storage.completeMultipartUpload('mp/intruder.bin', uploadId, [{ partNumber: 1, etag: 'x' }]),
-      { name: 'MultipartError' },
-    );
+    await assert.rejects(fx.storage.completeMultipartUpload('mp/intruder.bin', uploadId, [{ partNumber: 1, etag: 'x' }]), {
+      name: 'MultipartError',
+    });
     await fx.storage.abortMultipartUpload('mp/intruder.bin', uploadId); // not its upload: a no-op
     assert.deepEqual(await fx.storage.listParts('mp/owner.bin', uploadId), []);
     await fx.storage.abortMultipartUpload('mp/owner.bin', uploadId);
@@ -504,10 +514,10 @@ describe('local storage: multipart uploads', () => {
     await sendPart('mp/changed.bin', uploadId, 1, data);
     // Same size, other bytes, the recorded ETag left alone: only re-hashing the bytes can notice.
     await writeFile(join(fx.root, 'uploads', uploadId, '1'), randomBytes(1000));
-    await assert.rejects(
-      fx.storage.completeMultipartUpload('mp/changed.bin', uploadId, [{ partNumber: 1, etag: md5(data) }]),
-      { name: 'MultipartError', message: /ETag of part 1 does not match/ },
-    );
+    await assert.rejects(fx.storage.completeMultipartUpload('mp/changed.bin', uploadId, [{ partNumber: 1, etag: md5(data) }]), {
+      name: 'MultipartError',
+      message: /ETag of part 1 does not match/,
+    });
     assert.equal(await fx.storage.stat('mp/changed.bin'), null);
     assert.deepEqual(await readdir(join(fx.root, 'tmp')), []);
   });
@@ -521,7 +531,10 @@ describe('local storage: multipart uploads', () => {
       const etag = await storage.receivePart('a/b.bin', uploadId, 1, inChunks(body, 1 << 20), body.length);
       await storage.receivePart('a/b.bin', uploadId, 2, inChunks(Buffer.from('end'), 3), 3);
       await assert.rejects(
-        storage.completeMultipartUpload('a/b.bin', uploadId, [{ partNumber: 1, etag }, { partNumber: 2, etag: md5(Buffer.from('end')) }]),
+        storage.completeMultipartUpload('a/b.bin', uploadId, [
+          { partNumber: 1, etag },
+          { partNumber: 2, etag: md5(Buffer.from('end')) },
+        ]),
         { name: 'MultipartError', message: /part 1 is 5242879 bytes; every part but the last must be at least 5242880 bytes/ },
       );
       assert.throws(() => new LocalStorage({ root, publicBaseUrl: 'http://x', signingKey: SIGNING_KEY, minPartBytes: 0 }));

@@ -25,13 +25,9 @@ import { guessContentType, normalizeContentType } from './content-types.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
 import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.ts';
 
-export type Access =
-  | { allowed: true; visibility: 'public' | 'signed' }
-  | { allowed: false; detail: string };
+export type Access = { allowed: true; visibility: 'public' | 'signed' } | { allowed: false; detail: string };
 
-export type PartAccess =
-  | { allowed: true; uploadId: string; partNumber: number; partSize: number }
-  | { allowed: false; detail: string };
+export type PartAccess = { allowed: true; uploadId: string; partNumber: number; partSize: number } | { allowed: false; detail: string };
 
 /** Query parameters of a part upload URL, named as in S3. */
 export const UPLOAD_ID_PARAM = 'uploadId';
@@ -41,7 +37,6 @@ export const PART_SIZE_PARAM = 'X-Part-Size';
 // 24 random bytes in base64url: unguessable, and safe as a folder name.
 const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 const UPLOAD_RECORD = 'upload.json';
-
 
 interface UploadRecord {
   key: string;
@@ -275,7 +270,12 @@ export class LocalStorage implements Storage {
     return { allowed: false, detail: REFUSAL_DETAILS[check.reason] };
   }
 
-  #presign(method: SignedMethod, key: string, ttlSeconds: number, part?: { uploadId: string; partNumber: number; partSize: number }): string {
+  #presign(
+    method: SignedMethod,
+    key: string,
+    ttlSeconds: number,
+    part?: { uploadId: string; partNumber: number; partSize: number },
+  ): string {
     assertValidKey(key);
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_PRESIGN_TTL_SECONDS) {
       throw new RangeError(`presign ttl must be an integer in 1..${MAX_PRESIGN_TTL_SECONDS}, got ${ttlSeconds}`);
@@ -451,8 +451,11 @@ export class LocalStorage implements Storage {
 
 function isSatisfiable(range: ByteRange, size: number): boolean {
   return (
-    Number.isSafeInteger(range.start) && Number.isSafeInteger(range.end) &&
-    range.start >= 0 && range.start <= range.end && range.start < size
+    Number.isSafeInteger(range.start) &&
+    Number.isSafeInteger(range.end) &&
+    range.start >= 0 &&
+    range.start <= range.end &&
+    range.start < size
   );
 }
 
@@ -504,7 +507,7 @@ async function appendPart(out: FileHandle, path: string, part: UploadedPart, buf
 }
 
 async function writeAll(out: FileHandle, data: Buffer): Promise<void> {
-  for (let offset = 0; offset < data.length; ) {
+  for (let offset = 0; offset < data.length;) {
     offset += (await out.write(data, offset, data.length - offset)).bytesWritten;
   }
 }

@@ -20,7 +20,10 @@ export function isValidPartNumber(partNumber: unknown): partNumber is number {
 
 /** Quotes and case differ between servers and clients; the MD5 hex inside is what counts. */
 export function normalizeEtag(etag: string): string {
-  return etag.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+  return etag
+    .trim()
+    .replace(/^"(.*)"$/, '$1')
+    .toLowerCase();
 }
 
 /**

@@ -31,7 +31,10 @@ const sha256Hex = (data: string) => createHash('sha256').update(data).digest('he
 
 /** `20240102T030405Z` */
 function amzDate(date: Date): string {
-  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 export function presignS3Url(req: S3PresignRequest): string {

@@ -91,7 +91,10 @@ describe('S3 storage: part URLs sign their Content-Length', () => {
       assert.equal(url.searchParams.get('X-Amz-SignedHeaders'), 'content-length;host');
       const unbound = new URL(url);
       unbound.searchParams.set('X-Amz-SignedHeaders', 'host');
-      for (const [what, target, size] of [['unbound', unbound, 5000], ['larger', url, 5000]] as const) {
+      for (const [what, target, size] of [
+        ['unbound', unbound, 5000],
+        ['larger', url, 5000],
+      ] as const) {
         const res = await fetch(target, { method: 'PUT', body: Buffer.alloc(size, 1) });
         assert.equal(res.status, 403, `${what}: ${await res.text()}`);
       }

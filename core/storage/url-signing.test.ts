@@ -23,10 +23,7 @@ function queryFor(req: SignedRequest, secret = SECRET): URLSearchParams {
 describe('url signing', () => {
   test('the signed string is method, key, expiry, upload id and part number, one per line', () => {
     assert.equal(stringToSign(GET_REQUEST), `GET\nacct/cmd/out.mp4\n${NOW + 60}\n\n`);
-    assert.equal(
-      stringToSign({ method: 'PUT', key: 'k/f.bin', expires: 5, uploadId: 'up-1', partNumber: 3 }),
-      'PUT\nk/f.bin\n5\nup-1\n3',
-    );
+    assert.equal(stringToSign({ method: 'PUT', key: 'k/f.bin', expires: 5, uploadId: 'up-1', partNumber: 3 }), 'PUT\nk/f.bin\n5\nup-1\n3');
     // A part URL binds its size as a sixth field; URLs without one keep the five-field string.
     assert.equal(
       stringToSign({ method: 'PUT', key: 'k/f.bin', expires: 5, uploadId: 'up-1', partNumber: 3, partSize: 100 }),
@@ -56,10 +53,7 @@ describe('url signing', () => {
     assert.deepEqual(checkSignedQuery(SECRET, { method: 'PUT', key: GET_REQUEST.key }, query, NOW), invalid);
     assert.deepEqual(checkSignedQuery(SECRET, { method: 'GET', key: 'acct/cmd/other.mp4' }, query, NOW), invalid);
     assert.deepEqual(checkSignedQuery('another-secret-of-enough-length', { method: 'GET', key: GET_REQUEST.key }, query, NOW), invalid);
-    assert.deepEqual(
-      checkSignedQuery(SECRET, { method: 'GET', key: GET_REQUEST.key, uploadId: 'u', partNumber: 1 }, query, NOW),
-      invalid,
-    );
+    assert.deepEqual(checkSignedQuery(SECRET, { method: 'GET', key: GET_REQUEST.key, uploadId: 'u', partNumber: 1 }, query, NOW), invalid);
 
     const laterExpiry = new URLSearchParams(query);
     laterExpiry.set(EXPIRES_PARAM, String(NOW + 999_999));
@@ -83,8 +77,13 @@ describe('url signing', () => {
     assert.deepEqual(checkSignedQuery(SECRET, target, noSignature, NOW), { ok: false, reason: 'missing' });
 
     for (const [name, value] of [
-      [EXPIRES_PARAM, '-5'], [EXPIRES_PARAM, '1e9'], [EXPIRES_PARAM, ''], [EXPIRES_PARAM, '1234567890123'],
-      [SIGNATURE_PARAM, 'abc'], [SIGNATURE_PARAM, 'z'.repeat(64)], [SIGNATURE_PARAM, `${good.get(SIGNATURE_PARAM)}00`],
+      [EXPIRES_PARAM, '-5'],
+      [EXPIRES_PARAM, '1e9'],
+      [EXPIRES_PARAM, ''],
+      [EXPIRES_PARAM, '1234567890123'],
+      [SIGNATURE_PARAM, 'abc'],
+      [SIGNATURE_PARAM, 'z'.repeat(64)],
+      [SIGNATURE_PARAM, `${good.get(SIGNATURE_PARAM)}00`],
     ]) {
       const query = new URLSearchParams(good);
       query.set(name, value);

@@ -23,9 +23,7 @@ export interface SignedRequest {
   partSize?: number;
 }
 
-export type SignatureCheck =
-  | { ok: true }
-  | { ok: false; reason: 'missing' | 'malformed' | 'invalid' | 'expired' };
+export type SignatureCheck = { ok: true } | { ok: false; reason: 'missing' | 'malformed' | 'invalid' | 'expired' };
 
 /** Minimum secret length, so a misconfigured empty or toy secret fails loudly at startup. */
 export const MIN_SIGNING_KEY_BYTES = 16;
@@ -40,13 +38,7 @@ export function assertSigningKey(secret: string | Uint8Array): void {
 export function stringToSign(req: SignedRequest): string {
   // Keys are validated to hold no control characters, so '\n' cannot shift fields. The size is a sixth
   // field only when present: whole-object URLs keep the five-field string they were signed with.
-  const fields = [
-    req.method,
-    req.key,
-    String(req.expires),
-    req.uploadId ?? '',
-    req.partNumber === undefined ? '' : String(req.partNumber),
-  ];
+  const fields = [req.method, req.key, String(req.expires), req.uploadId ?? '', req.partNumber === undefined ? '' : String(req.partNumber)];
   if (req.partSize !== undefined) fields.push(String(req.partSize));
   return fields.join('\n');
 }

@@ -46,12 +46,27 @@ function rssMiB(pid: number): Promise<number> {
   return procStatusKiB(pid, 'VmRSS').then(([kib]) => kib / 1024);
 }
 
-
 /** A plan whose limits do not bind, for the default account (through the service's admin socket). */
 async function unlimitedPlan(svc: ServiceProcess): Promise<void> {
-  const cli = (args: string[]) => run(process.execPath, ['--import', 'tsx', 'api/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...svc.env } });
-  await cli(['plans', 'create', 'bench', '--max-vcpus', '1000000', '--max-run-seconds', '3600', '--requests-per-minute', '100000000',
-    '--storage-quota-gb', '1000000', '--processing-quota-gb', '1000000', '--private-files', 'no']);
+  const cli = (args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', 'api/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...svc.env } });
+  await cli([
+    'plans',
+    'create',
+    'bench',
+    '--max-vcpus',
+    '1000000',
+    '--max-run-seconds',
+    '3600',
+    '--requests-per-minute',
+    '100000000',
+    '--storage-quota-gb',
+    '1000000',
+    '--processing-quota-gb',
+    '1000000',
+    '--private-files',
+    'no',
+  ]);
   await cli(['accounts', 'set-plan', 'default', 'bench']);
 }
 
@@ -59,9 +74,18 @@ async function bareHono(body: unknown): Promise<{ url: string; close(): void }> 
   const dir = await mkdtemp(join(tmpdir(), 'bench-hono-'));
   await writeFile(join(dir, 'body.json'), JSON.stringify(body));
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'e2e/bench/bare-hono-server.ts', String(port), join(dir, 'body.json')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'e2e/bench/bare-hono-server.ts', String(port), join(dir, 'body.json')], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
-  return { url: `http://127.0.0.1:${port}`, close: () => { child.kill(); void rm(dir, { recursive: true, force: true }); } };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      child.kill();
+      void rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 await run('wrk', ['--version']).catch((err: { stdout?: string }) => {
@@ -85,7 +109,9 @@ try {
       const service = await wrk(`${svc.url}/v1/commands/${id}`, connections, svc.key);
       const baseline = await wrk(`${bare.url}/v1/commands/${id}`, connections, svc.key);
       if (service.non2xx) console.log(`# ${service.non2xx} answers were not 200 and are not counted`);
-      console.log(`| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} | ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} | ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`);
+      console.log(
+        `| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} | ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} | ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`,
+      );
       pollRows.push({
         what: `GET /v1/commands/{id}, wrk at ${connections} connections (${database})`,
         service: `${service.ok200PerSecond.toFixed(0)} req/s, p50 ${service.p50}, p99 ${service.p99}`,
@@ -105,7 +131,14 @@ try {
   const ids: string[] = [];
   let peakRss = idleRss;
   let submitting = true;
-  const sampler = setInterval(() => void rssMiB(svc.pid).then((r) => (peakRss = Math.max(peakRss, r)), () => {}), 100);
+  const sampler = setInterval(
+    () =>
+      void rssMiB(svc.pid).then(
+        (r) => (peakRss = Math.max(peakRss, r)),
+        () => {},
+      ),
+    100,
+  );
   const pollers = Array.from({ length: 4 }, async () => {
     while (submitting) {
       const target = ids[Math.floor(Math.random() * ids.length)] ?? id;
@@ -136,17 +169,25 @@ try {
   console.log('|---|---|');
   console.log(`| submits per second | ${(1000 / burstSeconds).toFixed(1)} |`);
   console.log(`| submit latency p50 / p99 | ${quantile(submitMs, 0.5).toFixed(0)} ms / ${quantile(submitMs, 0.99).toFixed(0)} ms |`);
-  console.log(`| polls meanwhile p50 / p99 (${pollMs.length} polls) | ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`);
-  console.log(`| service RSS idle / with 1,000 waiting (peak while submitting) | ${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (${peakRss.toFixed(0)} MiB) |`);
+  console.log(
+    `| polls meanwhile p50 / p99 (${pollMs.length} polls) | ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`,
+  );
+  console.log(
+    `| service RSS idle / with 1,000 waiting (peak while submitting) | ${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (${peakRss.toFixed(0)} MiB) |`,
+  );
   reportRow({
     what: `1,000 submits from 20 clients at once, polls meanwhile (${database})`,
     service: `${(1000 / burstSeconds).toFixed(0)} submits/s, submit p50 ${quantile(submitMs, 0.5).toFixed(0)} ms, p99 ${quantile(submitMs, 0.99).toFixed(0)} ms; polls p99 ${quantile(pollMs, 0.99).toFixed(0)} ms`,
-    baseline: '-', ratio: '-', goal: '>= 200 submits/s, submit p99 <= 100 ms, poll p99 <= 20 ms',
+    baseline: '-',
+    ratio: '-',
+    goal: '>= 200 submits/s, submit p99 <= 100 ms, poll p99 <= 20 ms',
   });
   reportRow({
     what: `service RSS, idle / with 1,000 commands waiting (${database})`,
     service: `${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (peak ${peakRss.toFixed(0)} MiB)`,
-    baseline: '-', ratio: '-', goal: '<= 200 MB (191 MiB)',
+    baseline: '-',
+    ratio: '-',
+    goal: '<= 200 MB (191 MiB)',
   });
 } finally {
   await svc.close();

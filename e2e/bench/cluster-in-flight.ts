@@ -39,8 +39,13 @@ const BIG = 1e15;
 export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOptions): Promise<string[]> {
   const planName = `bench-${o.maxVcpus}-vcpus`;
   await new PlansRepo(svc.database.db).create({
-    name: planName, maxVcpus: o.maxVcpus, maxCommandRunSeconds: 3600, privateFiles: true,
-    storageQuotaBytes: BIG, processingQuotaBytesPerMonth: BIG, requestsPerMinute: 100_000_000,
+    name: planName,
+    maxVcpus: o.maxVcpus,
+    maxCommandRunSeconds: 3600,
+    privateFiles: true,
+    storageQuotaBytes: BIG,
+    processingQuotaBytesPerMonth: BIG,
+    requestsPerMinute: 100_000_000,
   });
   const account = await new AccountsRepo(svc.database.db).createAccount(`bench-${Date.now()}`, planName);
   const key = (await new AccountsRepo(svc.database.db).createKey(account.id, 'main')).key;
@@ -79,7 +84,10 @@ export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOpti
 
   const failed = ids.filter((id) => timeline.times.get(id)?.failed);
   const t = (id: string): CommandTimes => timeline.times.get(id) ?? {};
-  const finishedSorted = rows.map((r) => r.finished_at?.getTime()).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+  const finishedSorted = rows
+    .map((r) => r.finished_at?.getTime())
+    .filter((x): x is number => x !== undefined)
+    .sort((a, b) => a - b);
   const admissibleAtSubmit: number[] = [];
   const capacityToJob: number[] = [];
   const capacityToAdmitted: number[] = [];
@@ -102,7 +110,10 @@ export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOpti
     }
   });
   const between = (from: keyof CommandTimes, to: keyof CommandTimes) =>
-    ids.map((id) => t(id)).filter((x) => typeof x[from] === 'number' && typeof x[to] === 'number').map((x) => (x[to] as number) - (x[from] as number));
+    ids
+      .map((id) => t(id))
+      .filter((x) => typeof x[from] === 'number' && typeof x[to] === 'number')
+      .map((x) => (x[to] as number) - (x[from] as number));
   const row = (label: string, values: number[]) =>
     values.length === 0
       ? `| ${label} | - | - | - | 0 |`
@@ -112,8 +123,20 @@ export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOpti
   const atFirstPoll = ids.filter((id) => t(id).successAtFirstPoll).length;
   const resultToSuccess = between('resultStored', 'success');
   const spread = (values: number[]) => (values.length ? `p50 ${ms(quantile(values, 0.5))}, p95 ${ms(quantile(values, 0.95))}` : '-');
-  reportRow({ what: `cluster mode, ${o.count} commands in flight: capacity freed -> Job created`, service: spread(capacityToJob), baseline: '-', ratio: '-', goal: '<= 200 ms' });
-  reportRow({ what: `cluster mode, ${o.count} commands in flight: runner's result stored -> SUCCESS through the API`, service: spread(resultToSuccess), baseline: '-', ratio: '-', goal: '<= 200 ms' });
+  reportRow({
+    what: `cluster mode, ${o.count} commands in flight: capacity freed -> Job created`,
+    service: spread(capacityToJob),
+    baseline: '-',
+    ratio: '-',
+    goal: '<= 200 ms',
+  });
+  reportRow({
+    what: `cluster mode, ${o.count} commands in flight: runner's result stored -> SUCCESS through the API`,
+    service: spread(resultToSuccess),
+    baseline: '-',
+    ratio: '-',
+    goal: '<= 200 ms',
+  });
 
   return [
     `${o.count} commands (${CHEAP_COMMAND.ffmpeg_command}, vcpu_count 1) submitted at once in ${burstSeconds.toFixed(1)} s; all ended after ${allSeconds.toFixed(0)} s ` +
@@ -124,12 +147,18 @@ export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOpti
     '|---|---|---|---|---|',
     row('submit -> Job created, raw (queued commands include waiting for a free vCPU)', submitToJob),
     row(`submit -> Job created, the ${o.maxVcpus} commands admissible at submit`, admissibleAtSubmit),
-    row('capacity freed (earlier command\'s end recorded) -> Job created, queued commands', capacityToJob),
+    row("capacity freed (earlier command's end recorded) -> Job created, queued commands", capacityToJob),
     row('  of which: capacity freed -> admitted (commands.started_at)', capacityToAdmitted),
     row('  of which: admitted -> Job created (ADDED event)', admittedToJob),
-    row('runner\'s result stored -> SUCCESS visible through the API', resultToSuccess),
-    row(`pod exit observed -> SUCCESS visible (negative: SUCCESS first, ${successFirst('podExited')} times)`, between('podExited', 'success')),
-    row(`Job Complete observed -> SUCCESS visible (negative: SUCCESS first, ${successFirst('jobComplete')} times)`, between('jobComplete', 'success')),
+    row("runner's result stored -> SUCCESS visible through the API", resultToSuccess),
+    row(
+      `pod exit observed -> SUCCESS visible (negative: SUCCESS first, ${successFirst('podExited')} times)`,
+      between('podExited', 'success'),
+    ),
+    row(
+      `Job Complete observed -> SUCCESS visible (negative: SUCCESS first, ${successFirst('jobComplete')} times)`,
+      between('jobComplete', 'success'),
+    ),
     row('pod exit observed -> Job Complete observed (the Job controller, for comparison)', between('podExited', 'jobComplete')),
     '',
     `Measured from: submit = just before the POST is sent; Job created = the Job's ADDED event on this process's list+watch of Jobs; ` +

@@ -77,7 +77,9 @@ export async function benchOperatorMemory(svc: ClusterService, o: { objects: num
     reportRow({
       what: `cluster mode: operator RSS (own process), idle / with ${o.objects} FfmpegCommands (restarted)`,
       service: `${mb(idle.rssMB)} / ${mb(restarted.rssMB)} (peak while created ${mb(arrivingPeak)})`,
-      baseline: '-', ratio: '-', goal: '<= 150 MB',
+      baseline: '-',
+      ratio: '-',
+      goal: '<= 150 MB',
     });
     return [
       `Operator process (node dist/operator/main.js, ${process.version}; V8 heap from a preloaded e2e/bench/memory-reporter.mjs) VmRSS; ${o.objects} finished FfmpegCommands of about ${bytes} bytes of JSON each, ` +
@@ -121,12 +123,19 @@ async function createFinished(crs: CustomObjectsApi, where: Where, template: Ffm
       next++;
       const id = randomUUID();
       // The template's own id, wherever it appears (labels, spec, status.jobNames), becomes the new one.
-      const copy = JSON.parse(JSON.stringify({ spec: template.spec, status: template.status }).replaceAll(oldId, id)) as FfmpegCommandObject;
+      const copy = JSON.parse(
+        JSON.stringify({ spec: template.spec, status: template.status }).replaceAll(oldId, id),
+      ) as FfmpegCommandObject;
       for (const out of (copy.status?.outputs as { fileId: string }[] | undefined) ?? []) out.fileId = randomUUID();
       const labels = { ...template.metadata!.labels, [LABELS.commandId]: id };
       await crs.createNamespacedCustomObject({
         ...where,
-        body: { apiVersion: template.apiVersion, kind: template.kind, metadata: { name: id, namespace: where.namespace, labels }, spec: copy.spec },
+        body: {
+          apiVersion: template.apiVersion,
+          kind: template.kind,
+          metadata: { name: id, namespace: where.namespace, labels },
+          spec: copy.spec,
+        },
       });
       await crs.patchNamespacedCustomObjectStatus(
         { ...where, name: id, body: { status: copy.status } },

@@ -24,7 +24,9 @@ const objects = Number(args[1] ?? 10_000);
 
 const coldStart = performance.now();
 const svc = await startClusterService();
-console.log(`cluster fixture up (control plane, CRD, RBAC, API, operator, node agent): ${((performance.now() - coldStart) / 1000).toFixed(1)} s`);
+console.log(
+  `cluster fixture up (control plane, CRD, RBAC, API, operator, node agent): ${((performance.now() - coldStart) / 1000).toFixed(1)} s`,
+);
 try {
   if (count > 0) {
     const started = performance.now();

@@ -103,10 +103,14 @@ export function startTimeline(svc: ClusterService, key: string): Timeline {
     }
   };
   const jobs: ListWatch = startListWatch<V1Job>({
-    kubeconfig: kc, logger: silent, path: `/apis/batch/v1/namespaces/${ns}/jobs`,
+    kubeconfig: kc,
+    logger: silent,
+    path: `/apis/batch/v1/namespaces/${ns}/jobs`,
     list: () => batch.listNamespacedJob({ namespace: ns }),
     onList: (items) => items.forEach(onJob),
-    onEvent: (type, job) => { if (type !== 'DELETED') onJob(job); },
+    onEvent: (type, job) => {
+      if (type !== 'DELETED') onJob(job);
+    },
   });
 
   const onPod = (pod: V1Pod) => {
@@ -119,10 +123,14 @@ export function startTimeline(svc: ClusterService, key: string): Timeline {
     }
   };
   const pods: ListWatch = startListWatch<V1Pod>({
-    kubeconfig: kc, logger: silent, path: `/api/v1/namespaces/${ns}/pods`,
+    kubeconfig: kc,
+    logger: silent,
+    path: `/api/v1/namespaces/${ns}/pods`,
     list: () => core.listNamespacedPod({ namespace: ns }),
     onList: (items) => items.forEach(onPod),
-    onEvent: (type, pod) => { if (type !== 'DELETED') onPod(pod); },
+    onEvent: (type, pod) => {
+      if (type !== 'DELETED') onPod(pod);
+    },
   });
 
   // Runner results reach the database through the API; the operator deletes them with the Job, so

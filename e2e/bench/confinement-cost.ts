@@ -14,7 +14,22 @@ import { median } from './stats.ts';
 const runs = Number(process.argv[2] ?? 20);
 const limits = { memoryBytes: 4 * 1024 ** 3, cpuSeconds: 600, fileSizeBytes: 1024 ** 3, openFiles: 1024, processes: 1024 };
 // A short encode (the cost is per process, so a short command shows it best) and a probe of its output.
-const encode = ['-hide_banner', '-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=25:duration=1', '-c:v', 'libx264', '-preset', 'veryfast', '-y', 'out.mp4'];
+const encode = [
+  '-hide_banner',
+  '-nostdin',
+  '-loglevel',
+  'error',
+  '-f',
+  'lavfi',
+  '-i',
+  'testsrc=size=160x120:rate=25:duration=1',
+  '-c:v',
+  'libx264',
+  '-preset',
+  'veryfast',
+  '-y',
+  'out.mp4',
+];
 const probe = ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', 'out.mp4'];
 
 async function time(confinement: Confinement, folder: string, uid: number | undefined, program: string, args: string[]): Promise<number> {
@@ -49,7 +64,9 @@ console.log(`confinement cost, median of ${runs} interleaved runs (${confinement
 for (const program of ['ffmpeg', 'ffprobe']) {
   const confined = median(samples[`${program} bwrap`]);
   const unconfined = median(samples[`${program} plain`]);
-  console.log(`  ${program.padEnd(8)} confined ${confined.toFixed(1)} ms, unconfined ${unconfined.toFixed(1)} ms, cost ${(confined - unconfined).toFixed(1)} ms`);
+  console.log(
+    `  ${program.padEnd(8)} confined ${confined.toFixed(1)} ms, unconfined ${unconfined.toFixed(1)} ms, cost ${(confined - unconfined).toFixed(1)} ms`,
+  );
 }
 console.log(`  ffmpeg: ffmpeg ${encode.join(' ')}`);
 console.log(`  ffprobe: ffprobe ${probe.join(' ')}`);

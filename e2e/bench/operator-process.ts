@@ -26,26 +26,30 @@ export async function startOperatorProcess(svc: ClusterService, dir: string): Pr
   await writeFile(kubeconfig, svc.operatorKubeConfig.exportConfig(), { mode: 0o600 });
   const memoryFile = join(dir, 'memory.json');
   await rm(memoryFile, { force: true });
-  const child: ChildProcess = spawn(process.execPath, ['--import', join(ROOT, 'e2e/bench/memory-reporter.mjs'), join(ROOT, 'dist/operator/main.js')], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      KUBECONFIG: kubeconfig,
-      FFOP_NAMESPACE: svc.cluster.namespace,
-      FFOP_DATABASE_URL: svc.databaseUrl,
-      FFOP_REPORT_URL: `${svc.apiUrl}/internal/v1/job-events`,
-      FFOP_JOB_TOKEN_SECRET: svc.tokenSecret,
-      FFOP_DATA_DIR: dir,
-      FFOP_STORAGE: 'local',
-      FFOP_STORAGE_DIR: join(dir, 'storage'),
-      FFOP_SIGNING_KEY: randomBytes(32).toString('hex'),
-      FFOP_PUBLIC_URL: svc.apiUrl,
-      FFOP_LOG_LEVEL: 'info',
-      POD_NAME: `bench-operator-${Date.now()}`,
-      FFOP_BENCH_MEMORY_FILE: memoryFile,
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', join(ROOT, 'e2e/bench/memory-reporter.mjs'), join(ROOT, 'dist/operator/main.js')],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        PATH: process.env.PATH,
+        KUBECONFIG: kubeconfig,
+        FFOP_NAMESPACE: svc.cluster.namespace,
+        FFOP_DATABASE_URL: svc.databaseUrl,
+        FFOP_REPORT_URL: `${svc.apiUrl}/internal/v1/job-events`,
+        FFOP_JOB_TOKEN_SECRET: svc.tokenSecret,
+        FFOP_DATA_DIR: dir,
+        FFOP_STORAGE: 'local',
+        FFOP_STORAGE_DIR: join(dir, 'storage'),
+        FFOP_SIGNING_KEY: randomBytes(32).toString('hex'),
+        FFOP_PUBLIC_URL: svc.apiUrl,
+        FFOP_LOG_LEVEL: 'info',
+        POD_NAME: `bench-operator-${Date.now()}`,
+        FFOP_BENCH_MEMORY_FILE: memoryFile,
+      },
     },
-  });
+  );
   let log = '';
   const leading = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -63,7 +67,9 @@ export async function startOperatorProcess(svc: ClusterService, dir: string): Pr
     async memory() {
       const [rss, peak] = await procStatusKiB(child.pid!, 'VmRSS', 'VmHWM');
       // The reporter rewrites the file every 200 ms: a read can catch it empty, then the figure is unknown.
-      const heap = await readFile(memoryFile, 'utf8').then((t) => JSON.parse(t) as NodeJS.MemoryUsage).catch(() => null);
+      const heap = await readFile(memoryFile, 'utf8')
+        .then((t) => JSON.parse(t) as NodeJS.MemoryUsage)
+        .catch(() => null);
       return { rssMB: (rss * 1024) / 1e6, peakMB: (peak * 1024) / 1e6, heapUsedMB: heap ? heap.heapUsed / 1e6 : NaN };
     },
     async stop() {
@@ -78,7 +84,11 @@ export async function startOperatorProcess(svc: ClusterService, dir: string): Pr
 }
 
 /** Samples RSS every 200 ms until it moved less than 1 MB over `quietMs` (at least `minMs`, at most 60 s). */
-export async function settledMemory(op: OperatorProcess, minMs = 10_000, quietMs = 5_000): Promise<{ rssMB: number; peakMB: number; heapUsedMB: number; afterSeconds: number }> {
+export async function settledMemory(
+  op: OperatorProcess,
+  minMs = 10_000,
+  quietMs = 5_000,
+): Promise<{ rssMB: number; peakMB: number; heapUsedMB: number; afterSeconds: number }> {
   const start = Date.now();
   const samples: { at: number; rss: number }[] = [];
   for (;;) {

@@ -26,19 +26,26 @@ function directArgs(out: string): string[] {
 }
 
 const submission = media
-  ? { ffmpeg_command: '-i {{in_1}} -vf scale=160:120 {{out_1}}', input_files: { in_1: `${media.url}/clip.mp4` }, output_files: { out_1: 'small.mp4' }, vcpu_count: 1 }
+  ? {
+      ffmpeg_command: '-i {{in_1}} -vf scale=160:120 {{out_1}}',
+      input_files: { in_1: `${media.url}/clip.mp4` },
+      output_files: { out_1: 'small.mp4' },
+      vcpu_count: 1,
+    }
   : { ffmpeg_command: '-f lavfi -i testsrc=d=1:s=160x120 {{out_1}}', output_files: { out_1: 'o.mp4' } };
 
 async function directAll(): Promise<number> {
   const t0 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: lanes }, async () => {
-    while (next < count) {
-      const out = join(scratch, `out-${next++}.mp4`);
-      await run('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', ...directArgs(out)]);
-      await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', out]);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < count) {
+        const out = join(scratch, `out-${next++}.mp4`);
+        await run('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', ...directArgs(out)]);
+        await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', out]);
+      }
+    }),
+  );
   return (performance.now() - t0) / 1000;
 }
 
@@ -64,11 +71,27 @@ const svc = await startServiceProcess({ compiled: true, env: media ? { FFOP_ALLO
 try {
   const direct = await directAll();
   const service = await serviceAll(new ApiClient(svc.url, svc.key));
-  console.log(`${count} ${workload} commands queued at once: service ${service.toFixed(1)} s (${(count / service).toFixed(1)} per s), ` +
-    `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ratio ${(service / direct).toFixed(2)}x`);
-  reportRow(media
-    ? { what: `${count} clip commands (as above) submitted at once, until all SUCCESS`, service: `${service.toFixed(1)} s`, baseline: `${direct.toFixed(1)} s (direct, ${lanes} at a time)`, ratio: `${(service / direct).toFixed(2)}x`, goal: '<= 1.10x' }
-    : { what: `${count} cheap commands (1 s testsrc at 160x120, default vCPUs) queued at once`, service: `${(count / service).toFixed(1)} per s`, baseline: `${(count / direct).toFixed(1)} per s (direct, ${lanes} at a time)`, ratio: `${(service / direct).toFixed(2)}x the direct time`, goal: '>= 5 per s' });
+  console.log(
+    `${count} ${workload} commands queued at once: service ${service.toFixed(1)} s (${(count / service).toFixed(1)} per s), ` +
+      `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ratio ${(service / direct).toFixed(2)}x`,
+  );
+  reportRow(
+    media
+      ? {
+          what: `${count} clip commands (as above) submitted at once, until all SUCCESS`,
+          service: `${service.toFixed(1)} s`,
+          baseline: `${direct.toFixed(1)} s (direct, ${lanes} at a time)`,
+          ratio: `${(service / direct).toFixed(2)}x`,
+          goal: '<= 1.10x',
+        }
+      : {
+          what: `${count} cheap commands (1 s testsrc at 160x120, default vCPUs) queued at once`,
+          service: `${(count / service).toFixed(1)} per s`,
+          baseline: `${(count / direct).toFixed(1)} per s (direct, ${lanes} at a time)`,
+          ratio: `${(service / direct).toFixed(2)}x the direct time`,
+          goal: '>= 5 per s',
+        },
+  );
 } finally {
   await svc.close();
   await media?.close();

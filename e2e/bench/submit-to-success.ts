@@ -22,7 +22,20 @@ const scratch = await mkdtemp(join(tmpdir(), 'bench-direct-'));
 
 async function direct(): Promise<number> {
   const t0 = performance.now();
-  await run('ffmpeg', ['-hide_banner', '-nostdin', '-loglevel', 'error', '-y', '-i', join(media.dir, 'clip.mp4'), '-vf', 'scale=160:120', '-threads', '1', join(scratch, 'small.mp4')]);
+  await run('ffmpeg', [
+    '-hide_banner',
+    '-nostdin',
+    '-loglevel',
+    'error',
+    '-y',
+    '-i',
+    join(media.dir, 'clip.mp4'),
+    '-vf',
+    'scale=160:120',
+    '-threads',
+    '1',
+    join(scratch, 'small.mp4'),
+  ]);
   await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', join(scratch, 'small.mp4')]);
   return performance.now() - t0;
 }
@@ -53,7 +66,9 @@ try {
     s.push(await throughService());
   }
   const [md, ms] = [median(d), median(s)];
-  console.log(`${compiled ? 'compiled service' : 'service from sources (tsx)'}: submit -> SUCCESS (20 ms polls), median of ${runs}: service ${ms.toFixed(0)} ms, direct ffmpeg + ffprobe ${md.toFixed(0)} ms, overhead ${(ms - md).toFixed(0)} ms (${(ms / md).toFixed(2)}x)`);
+  console.log(
+    `${compiled ? 'compiled service' : 'service from sources (tsx)'}: submit -> SUCCESS (20 ms polls), median of ${runs}: service ${ms.toFixed(0)} ms, direct ffmpeg + ffprobe ${md.toFixed(0)} ms, overhead ${(ms - md).toFixed(0)} ms (${(ms / md).toFixed(2)}x)`,
+  );
   console.log(`  service runs: ${s.map((x) => x.toFixed(0)).join(', ')} ms; direct runs: ${d.map((x) => x.toFixed(0)).join(', ')} ms`);
   reportRow({
     what: `submit -> SUCCESS of a 3 s 320x240 clip scaled to 160x120, vcpu_count 1, 20 ms polls (median of ${runs})`,

@@ -80,11 +80,31 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
         },
         () => rm(join(dir, 'copy.bin')),
       ],
-      ["(a'') bare node:http, parts + fsync", () => putParts(upload, async (n) => `${bare.url}/parts/${n}`), () => rm(join(dir, 'bare-root', 'parts'), { recursive: true, force: true })],
-      ['(a) local, presigned parts', () => uploadInParts(local.storage, 'bench/a.bin', upload), () => checkAndDelete(local.storage, 'bench/a.bin', upload)],
-      ['(a) local, one presigned PUT', () => uploadWhole(local.storage, 'bench/a.bin', upload), () => checkAndDelete(local.storage, 'bench/a.bin', upload)],
-      ['(b) versitygw, presigned parts', () => uploadInParts(s3.storage, 'bench/b.bin', upload), () => checkAndDelete(s3.storage, 'bench/b.bin', upload)],
-      ["(b') versitygw, one presigned PUT", () => uploadWhole(s3.storage, 'bench/b.bin', upload), () => checkAndDelete(s3.storage, 'bench/b.bin', upload)],
+      [
+        "(a'') bare node:http, parts + fsync",
+        () => putParts(upload, async (n) => `${bare.url}/parts/${n}`),
+        () => rm(join(dir, 'bare-root', 'parts'), { recursive: true, force: true }),
+      ],
+      [
+        '(a) local, presigned parts',
+        () => uploadInParts(local.storage, 'bench/a.bin', upload),
+        () => checkAndDelete(local.storage, 'bench/a.bin', upload),
+      ],
+      [
+        '(a) local, one presigned PUT',
+        () => uploadWhole(local.storage, 'bench/a.bin', upload),
+        () => checkAndDelete(local.storage, 'bench/a.bin', upload),
+      ],
+      [
+        '(b) versitygw, presigned parts',
+        () => uploadInParts(s3.storage, 'bench/b.bin', upload),
+        () => checkAndDelete(s3.storage, 'bench/b.bin', upload),
+      ],
+      [
+        "(b') versitygw, one presigned PUT",
+        () => uploadWhole(s3.storage, 'bench/b.bin', upload),
+        () => checkAndDelete(s3.storage, 'bench/b.bin', upload),
+      ],
     ];
     const rows: { what: string; seconds: number; completion: unknown }[] = [];
     for (const [what, action, after] of cases) {
@@ -103,7 +123,9 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
     console.log(`${'upload of the file'.padEnd(36)} ${'seconds'.padStart(8)} ${'MiB/s'.padStart(8)}  of which completion`);
     for (const row of rows) {
       const completion = typeof row.completion === 'number' ? `${row.completion.toFixed(2)} s` : '';
-      console.log(`${row.what.padEnd(36)} ${row.seconds.toFixed(2).padStart(8)} ${(size / MiB / row.seconds).toFixed(0).padStart(8)}  ${completion}`);
+      console.log(
+        `${row.what.padEnd(36)} ${row.seconds.toFixed(2).padStart(8)} ${(size / MiB / row.seconds).toFixed(0).padStart(8)}  ${completion}`,
+      );
     }
     const mibs = (what: string) => size / MiB / rows.find((r) => r.what.startsWith(what))!.seconds;
     reportRow({
@@ -126,7 +148,11 @@ async function uploadInParts(storage: Storage, key: string, upload: Upload): Pro
   const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
   const etags = await putParts(upload, (n, length) => storage.presignUploadPart(key, uploadId, n, 3600, length));
   const start = performance.now();
-  await storage.completeMultipartUpload(key, uploadId, etags.map((etag, i) => ({ partNumber: i + 1, etag })));
+  await storage.completeMultipartUpload(
+    key,
+    uploadId,
+    etags.map((etag, i) => ({ partNumber: i + 1, etag })),
+  );
   return (performance.now() - start) / 1000;
 }
 
@@ -165,7 +191,7 @@ async function uploadWhole(storage: Storage, key: string, upload: Upload): Promi
 
 async function readSlice(file: FileHandle, position: number, length: number): Promise<Buffer<ArrayBuffer>> {
   const buffer = Buffer.alloc(length);
-  for (let done = 0; done < length; ) {
+  for (let done = 0; done < length;) {
     const { bytesRead } = await file.read(buffer, done, length - done, position + done);
     if (bytesRead === 0) throw new Error('source file ended early');
     done += bytesRead;
@@ -186,7 +212,7 @@ async function writeRandomFile(path: string, size: number): Promise<string> {
   const file = await open(path, 'w');
   const hash = createHash('md5');
   try {
-    for (let written = 0; written < size; ) {
+    for (let written = 0; written < size;) {
       const chunk = randomBytes(Math.min(16 * MiB, size - written));
       hash.update(chunk);
       await file.write(chunk);
@@ -214,10 +240,10 @@ async function startChildServer(args: string[]): Promise<{ url: string; close: (
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const [url] = await Promise.race([
+  const [url] = (await Promise.race([
     once(createInterface({ input: child.stdout }), 'line'),
     exited.then(() => Promise.reject(new Error(`the ${args[0]} server exited`))),
-  ]) as string[];
+  ])) as string[];
   return {
     url,
     async close() {
@@ -269,7 +295,10 @@ async function startS3(): Promise<{ storage: S3Storage; close: () => Promise<voi
   let env: Record<string, string | undefined> = process.env;
   let stopServer = async () => {};
   if (!env.FFOP_TEST_S3_ENDPOINT) {
-    const wasRunning = await run('bash', [versitygwScript, 'status']).then(() => true, () => false);
+    const wasRunning = await run('bash', [versitygwScript, 'status']).then(
+      () => true,
+      () => false,
+    );
     const { stdout } = await run('bash', [versitygwScript, 'start'], { timeout: 20 * 60_000 });
     env = Object.fromEntries([...stdout.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
     if (!wasRunning) stopServer = async () => void (await run('bash', [versitygwScript, 'stop']));

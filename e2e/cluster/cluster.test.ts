@@ -80,11 +80,18 @@ describe('cluster fixture', () => {
     const file = join(tmp, 'manifest.yaml');
     await writeFile(file, MANIFEST);
     const applied = await cluster.applyYaml(file);
-    assert.deepEqual(applied.map((o) => o.kind), ['CustomResourceDefinition', 'Widget', 'ConfigMap', 'ServiceAccount', 'Role', 'RoleBinding']);
+    assert.deepEqual(
+      applied.map((o) => o.kind),
+      ['CustomResourceDefinition', 'Widget', 'ConfigMap', 'ServiceAccount', 'Role', 'RoleBinding'],
+    );
     await cluster.applyYaml(MANIFEST);
 
     const widget = await cluster.kubeconfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
-      group: 'fixture.ffmpeg-operator.dev', version: 'v1', namespace: cluster.namespace, plural: 'widgets', name: 'first',
+      group: 'fixture.ffmpeg-operator.dev',
+      version: 'v1',
+      namespace: cluster.namespace,
+      plural: 'widgets',
+      name: 'first',
     });
     // The schema's default and preserve-unknown-fields survived the trip through the client.
     assert.deepEqual(widget.spec, { colour: 'blue', size: 7 });

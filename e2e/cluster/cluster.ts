@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  ApiextensionsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, loadAllYaml,
+  ApiextensionsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  loadAllYaml,
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { sleep } from './list-watch.ts';
@@ -143,7 +148,8 @@ async function applyYaml(kc: KubeConfig, source: string): Promise<KubernetesObje
     if (!doc) continue;
     // A custom resource right after its CRD: discovery only knows the kind once the CRD is established.
     const result = await retryWhile(isUnknownKind, () =>
-      client.patch(doc, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply));
+      client.patch(doc, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+    );
     applied.push(result);
     if (doc.kind === 'CustomResourceDefinition' && doc.metadata?.name) await waitEstablished(crds, doc.metadata.name);
   }
@@ -174,7 +180,10 @@ async function waitEstablished(crds: ApiextensionsV1Api, name: string): Promise<
 }
 
 async function serviceAccountKubeConfig(
-  core: CoreV1Api, cluster: { server: string; caFile: string }, name: string, namespace: string,
+  core: CoreV1Api,
+  cluster: { server: string; caFile: string },
+  name: string,
+  namespace: string,
 ): Promise<KubeConfig> {
   try {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
@@ -183,7 +192,9 @@ async function serviceAccountKubeConfig(
   }
   // No audiences: the token is for the API server's own audience (its issuer).
   const request = await core.createNamespacedServiceAccountToken({
-    name, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
   });
   const token = request.status?.token;
   if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
@@ -222,7 +233,9 @@ export function parseEnvText(text: string): Record<string, string> {
 
 /** Runs a program to its end and collects its output; never throws on a non-zero exit. */
 export function runProcess(
-  program: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {},
+  program: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; input?: string } = {},
 ): Promise<ProcessResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(program, args, { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -231,11 +244,13 @@ export function runProcess(
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
     child.on('error', reject);
-    child.on('close', (code, signal) => resolvePromise({
-      stdout: Buffer.concat(stdout).toString('utf8'),
-      stderr: Buffer.concat(stderr).toString('utf8'),
-      code: code ?? (signal ? 128 : 1),
-    }));
+    child.on('close', (code, signal) =>
+      resolvePromise({
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+        code: code ?? (signal ? 128 : 1),
+      }),
+    );
     child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
   });

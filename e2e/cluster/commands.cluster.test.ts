@@ -81,7 +81,13 @@ describe('cluster mode', () => {
     // The resource's status mirrors the database.
     let status: any;
     for (let i = 0; i < 50; i++) {
-      const obj: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: id });
+      const obj: any = await custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: svc.cluster.namespace,
+        plural: PLURAL,
+        name: id,
+      });
       status = obj.status;
       if (status?.phase === 'SUCCESS') break;
       await new Promise((r) => setTimeout(r, 100));
@@ -116,15 +122,26 @@ describe('cluster mode', () => {
     assert.deepEqual(jobs.map((j) => j.metadata!.labels![LABELS.step]).sort(), ['0', '1', '2']);
     const created = jobs.sort((a, b) => Number(a.metadata!.labels![LABELS.step]) - Number(b.metadata!.labels![LABELS.step]));
     for (let i = 1; i < created.length; i++) {
-      assert.ok(new Date(created[i].metadata!.creationTimestamp!).getTime() >= new Date(created[i - 1].metadata!.creationTimestamp!).getTime());
+      assert.ok(
+        new Date(created[i].metadata!.creationTimestamp!).getTime() >= new Date(created[i - 1].metadata!.creationTimestamp!).getTime(),
+      );
     }
     assert.equal(record.output_files.out_c.width, 64);
   });
 
   test('an ffmpeg failure and a run past max_command_run_seconds FAIL with their error statuses', async () => {
     const api = svc.client();
-    const bad = await api.submit({ ffmpeg_command: '-f lavfi -i testsrc=d=0.2 -c:v nosuchcodec {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 1 });
-    const slow = await api.submit({ ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 1, max_command_run_seconds: 2 });
+    const bad = await api.submit({
+      ffmpeg_command: '-f lavfi -i testsrc=d=0.2 -c:v nosuchcodec {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      vcpu_count: 1,
+    });
+    const slow = await api.submit({
+      ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      vcpu_count: 1,
+      max_command_run_seconds: 2,
+    });
     const r1 = (await api.waitForEnd(bad, 120_000)).record;
     assert.equal(r1.error_status, 'FFMPEG_FAILED');
     assert.match(r1.error_message, /nosuchcodec/);
@@ -134,7 +151,11 @@ describe('cluster mode', () => {
 
   test('admission holds a second command QUEUED until the first finishes', async () => {
     const api = svc.client(await svc.newAccount('free')); // 4 vCPUs
-    const body = { ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=10:duration=2 -c:v libx264 -preset ultrafast {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 3 };
+    const body = {
+      ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=10:duration=2 -c:v libx264 -preset ultrafast {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      vcpu_count: 3,
+    };
     const first = await api.submit(body);
     const second = await api.submit(body);
     let sawHeld = false;
@@ -185,18 +206,34 @@ describe('cluster mode', () => {
     await new CommandsRepo(svc.database.db).insert(row); // stored, never dispatched
     const { record } = await svc.client().waitForEnd(row.id, 60_000);
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
-    const obj: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: row.id });
+    const obj: any = await custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: svc.cluster.namespace,
+      plural: PLURAL,
+      name: row.id,
+    });
     assert.equal(obj.spec.commandId, row.id);
   });
 
   test('deleting an FfmpegCommand stops its Job and FAILS the command with CANCELLED', async () => {
     const api = svc.client();
-    const id = await api.submit({ ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 1 });
+    const id = await api.submit({
+      ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}',
+      output_files: { out_1: 'o.mp4' },
+      vcpu_count: 1,
+    });
     for (let i = 0; i < 600; i++) {
       if ((await api.get(`/v1/commands/${id}`)).body.processing_stage === 'FFMPEG_PROCESSING') break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: id });
+    await custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: svc.cluster.namespace,
+      plural: PLURAL,
+      name: id,
+    });
     const { record } = await api.waitForEnd(id, 60_000);
     assert.equal(record.status, 'FAILED');
     assert.equal(record.error_status, 'CANCELLED');

@@ -53,17 +53,15 @@ export function startListWatch<T extends KubernetesObject>(opts: ListWatchOption
         }
       };
       const onDone = (err: unknown) => {
-        if (err && !ended && !stopping.signal.aborted) opts.logger.warn({ path: opts.path, err: err instanceof Error ? err.message : JSON.stringify(err) }, 'watch failed');
+        if (err && !ended && !stopping.signal.aborted)
+          opts.logger.warn({ path: opts.path, err: err instanceof Error ? err.message : JSON.stringify(err) }, 'watch failed');
         end();
       };
       const params = { resourceVersion, fieldSelector: opts.fieldSelector, allowWatchBookmarks: true };
-      watch.watch(opts.path, params, onEvent, onDone).then(
-        (controller) => {
-          request = controller;
-          if (ended) controller.abort();
-        },
-        onDone,
-      );
+      watch.watch(opts.path, params, onEvent, onDone).then((controller) => {
+        request = controller;
+        if (ended) controller.abort();
+      }, onDone);
     });
   }
 

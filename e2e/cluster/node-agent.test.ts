@@ -7,10 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import {
-  BatchV1Api, CoordinationV1Api, CoreV1Api,
-  type V1Job, type V1JobSpec, type V1Pod,
-} from '@kubernetes/client-node';
+import { BatchV1Api, CoordinationV1Api, CoreV1Api, type V1Job, type V1JobSpec, type V1Pod } from '@kubernetes/client-node';
 import { RUNNER_CONTAINER } from '../../core/k8s/names.ts';
 import { startCluster, type Cluster } from './cluster.ts';
 import { startNodeAgent, type NodeAgent } from './node-agent.ts';
@@ -60,12 +57,14 @@ describe('node agent (kubelet stand-in) on a real control plane', () => {
   function runnerPodSpec(script: string) {
     return {
       restartPolicy: 'Never',
-      containers: [{
-        name: RUNNER_CONTAINER,
-        image: 'ffmpeg-operator/runner:test',
-        args: [script],
-        env: [{ name: 'GREETING', value: 'hello' }],
-      }],
+      containers: [
+        {
+          name: RUNNER_CONTAINER,
+          image: 'ffmpeg-operator/runner:test',
+          args: [script],
+          env: [{ name: 'GREETING', value: 'hello' }],
+        },
+      ],
     };
   }
 
@@ -89,8 +88,7 @@ describe('node agent (kubelet stand-in) on a real control plane', () => {
   }
 
   async function waitForRunningPod(jobName: string): Promise<V1Pod> {
-    return waitFor(`a Running pod of ${jobName}`, async () =>
-      (await jobPods(jobName)).find((p) => p.status?.phase === 'Running'));
+    return waitFor(`a Running pod of ${jobName}`, async () => (await jobPods(jobName)).find((p) => p.status?.phase === 'Running'));
   }
 
   async function waitForPodGone(name: string): Promise<void> {
@@ -168,8 +166,10 @@ describe('node agent (kubelet stand-in) on a real control plane', () => {
       body: { metadata: { name }, spec: runnerPodSpec('setTimeout(() => {}, 60000);') },
     });
     const pid = await waitFor('the pod process', async () => agent.pidOf(name, cluster.namespace));
-    await waitFor('pod Running', async () =>
-      (await core.readNamespacedPod({ name, namespace: cluster.namespace })).status?.phase === 'Running' || undefined);
+    await waitFor(
+      'pod Running',
+      async () => (await core.readNamespacedPod({ name, namespace: cluster.namespace })).status?.phase === 'Running' || undefined,
+    );
     assert.equal(isAlive(pid), true);
 
     await core.deleteNamespacedPod({ name, namespace: cluster.namespace });

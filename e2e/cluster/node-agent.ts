@@ -12,13 +12,17 @@
 // Only the pod's first container is run; init containers, probes, volumes and restarts are not.
 import { spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
-import {
-  CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions,
-  type KubeConfig, type V1Pod,
-} from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { sleep, startListWatch, type AgentLogger, type WatchEventType } from './list-watch.ts';
 import { startNodeHeartbeat, statusCode } from './node-heartbeat.ts';
-import { notStartedStatus, runningStatus, terminatedStatus, type ContainerInfo, type PodStatusPatch, type ProcessExit } from './pod-status.ts';
+import {
+  notStartedStatus,
+  runningStatus,
+  terminatedStatus,
+  type ContainerInfo,
+  type PodStatusPatch,
+  type ProcessExit,
+} from './pod-status.ts';
 
 export interface RunnerCommand {
   program: string;
@@ -90,7 +94,10 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   const deleting = new Set<string>();
 
   const heartbeat = await startNodeHeartbeat({
-    core, coordination, nodeName, logger,
+    core,
+    coordination,
+    nodeName,
+    logger,
     intervalMs: opts.heartbeatIntervalMs ?? 5000,
     resources: opts.resources ?? DEFAULT_RESOURCES,
   });
@@ -126,18 +133,24 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   function patchStatus(run: PodRun, body: PodStatusPatch): void {
     if (run.gone) return;
     enqueue(run, 'pod status update', () =>
-      core.patchNamespacedPodStatus({ name: run.name, namespace: run.namespace, body }, strategicMerge));
+      core.patchNamespacedPodStatus({ name: run.name, namespace: run.namespace, body }, strategicMerge),
+    );
   }
 
   function deletePodNow(pod: { name: string; namespace: string; uid: string }, after: Promise<void>): void {
     if (deleting.has(pod.uid)) return;
     deleting.add(pod.uid);
     void after
-      .then(() => withRetries('pod removal', `${pod.namespace}/${pod.name}`, () =>
-        core.deleteNamespacedPod({
-          name: pod.name, namespace: pod.namespace, gracePeriodSeconds: 0,
-          body: { gracePeriodSeconds: 0, preconditions: { uid: pod.uid } },
-        })))
+      .then(() =>
+        withRetries('pod removal', `${pod.namespace}/${pod.name}`, () =>
+          core.deleteNamespacedPod({
+            name: pod.name,
+            namespace: pod.namespace,
+            gracePeriodSeconds: 0,
+            body: { gracePeriodSeconds: 0, preconditions: { uid: pod.uid } },
+          }),
+        ),
+      )
       .finally(() => deleting.delete(pod.uid));
   }
 
@@ -150,10 +163,18 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
     const scheduler = pod.spec?.schedulerName;
     if (scheduler && scheduler !== 'default-scheduler') return;
     binding.add(uid);
-    void withRetries('pod binding', `${ns}/${name}`, () => core.createNamespacedPodBinding({
-      name, namespace: ns,
-      body: { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace: ns, uid }, target: { apiVersion: 'v1', kind: 'Node', name: nodeName } },
-    })).finally(() => binding.delete(uid));
+    void withRetries('pod binding', `${ns}/${name}`, () =>
+      core.createNamespacedPodBinding({
+        name,
+        namespace: ns,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name, namespace: ns, uid },
+          target: { apiVersion: 'v1', kind: 'Node', name: nodeName },
+        },
+      }),
+    ).finally(() => binding.delete(uid));
   }
 
   // ---------- pods on this node ----------
@@ -166,7 +187,10 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
       const ref = { name: meta.name, namespace: meta.namespace, uid: meta.uid };
       if (!run) return deletePodNow(ref, Promise.resolve());
       kill(run, graceSeconds(pod));
-      deletePodNow(ref, run.exited.then(() => run.writes));
+      deletePodNow(
+        ref,
+        run.exited.then(() => run.writes),
+      );
       return;
     }
     if (run) return;
@@ -224,7 +248,10 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
     }
     // Its own process group, so that a kill reaches everything it started, as a container's would.
     const child = spawn(command.program, command.args, {
-      cwd: command.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: command.cwd,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     const run = newRun(pod, child.pid);
     runs.set(run.uid, run);
@@ -240,7 +267,8 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
         resolve();
       };
       child.on('error', (err) => {
-        if (run.pid === undefined) finish({ exitCode: 128, reason: 'StartError', message: `cannot start ${command.program}: ${err.message}` });
+        if (run.pid === undefined)
+          finish({ exitCode: 128, reason: 'StartError', message: `cannot start ${command.program}: ${err.message}` });
       });
       // The main process is done: take its leftovers with it, as a container's teardown would.
       child.on('exit', () => signalGroup(run.pid, 'SIGKILL'));
@@ -271,8 +299,11 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
     runs.set(run.uid, run);
     const now = new Date();
     run.exit = {
-      exitCode: 137, reason: 'ContainerStatusUnknown',
-      message: 'The container could not be located when the pod was terminated', startedAt: now, finishedAt: now,
+      exitCode: 137,
+      reason: 'ContainerStatusUnknown',
+      message: 'The container could not be located when the pod was terminated',
+      startedAt: now,
+      finishedAt: now,
     };
     patchStatus(run, terminatedStatus(run.uid, run.container, run.exit));
   }
@@ -288,15 +319,23 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   // ---------- watches ----------
 
   const unscheduled = startListWatch<V1Pod>({
-    kubeconfig, logger, path: podsPath, fieldSelector: 'spec.nodeName=',
+    kubeconfig,
+    logger,
+    path: podsPath,
+    fieldSelector: 'spec.nodeName=',
     list: listPods('spec.nodeName='),
     onList: (pods) => pods.forEach(bind),
-    onEvent: (type, pod) => { if (type !== 'DELETED') bind(pod); },
+    onEvent: (type, pod) => {
+      if (type !== 'DELETED') bind(pod);
+    },
   });
 
   const onThisNode = `spec.nodeName=${nodeName}`;
   const assigned = startListWatch<V1Pod>({
-    kubeconfig, logger, path: podsPath, fieldSelector: onThisNode,
+    kubeconfig,
+    logger,
+    path: podsPath,
+    fieldSelector: onThisNode,
     list: listPods(onThisNode),
     onList(pods) {
       const present = new Set(pods.map((p) => p.metadata?.uid));

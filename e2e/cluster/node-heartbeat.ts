@@ -4,8 +4,13 @@
 // taints and evicts pods from nodes whose Lease and status both go stale.
 import { arch, hostname, release } from 'node:os';
 import {
-  PatchStrategy, V1MicroTime, setHeaderOptions,
-  type CoordinationV1Api, type CoreV1Api, type V1Node, type V1NodeCondition,
+  PatchStrategy,
+  V1MicroTime,
+  setHeaderOptions,
+  type CoordinationV1Api,
+  type CoreV1Api,
+  type V1Node,
+  type V1NodeCondition,
 } from '@kubernetes/client-node';
 import { sleep, type AgentLogger } from './list-watch.ts';
 
@@ -114,8 +119,14 @@ function goArch(): string {
 }
 
 function nodeConditions(since: Date, now: Date): V1NodeCondition[] {
-  const condition = (type: string, status: string, reason: string, message: string): V1NodeCondition =>
-    ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: since });
+  const condition = (type: string, status: string, reason: string, message: string): V1NodeCondition => ({
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: now,
+    lastTransitionTime: since,
+  });
   return [
     condition('Ready', 'True', 'KubeletReady', 'ffmpeg-operator test node agent is posting ready status'),
     condition('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'node agent has sufficient memory available'),

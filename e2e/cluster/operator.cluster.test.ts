@@ -13,7 +13,11 @@ describe('operator replicas and watches', () => {
     await svc?.close();
   });
 
-  const quick = { ffmpeg_command: '-f lavfi -i testsrc=size=32x32:duration=0.3 -c:v libx264 -preset ultrafast {{out_1}}', output_files: { out_1: 'o.mp4' }, vcpu_count: 1 };
+  const quick = {
+    ffmpeg_command: '-f lavfi -i testsrc=size=32x32:duration=0.3 -c:v libx264 -preset ultrafast {{out_1}}',
+    output_files: { out_1: 'o.mp4' },
+    vcpu_count: 1,
+  };
 
   test('watches closed by the API server are restarted: commands still run after several watch timeouts', async () => {
     await new Promise((r) => setTimeout(r, 10_000)); // > 2 x min-request-timeout: every watch has ended at least once

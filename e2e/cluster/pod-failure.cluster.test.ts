@@ -33,7 +33,7 @@ after(async () => {
   await svc?.close();
 });
 
-test('a runner that exits with an error and no result fails the step with the pod\'s message', async () => {
+test("a runner that exits with an error and no result fails the step with the pod's message", async () => {
   const commandId = randomUUID();
   const ref = { name: jobName(commandId, 0, 1), commandId, step: 0, attempt: 1 };
   const results: RunnerEvent[] = [];
@@ -48,9 +48,14 @@ test('a runner that exits with an error and no result fails the step with the po
     spec: {
       commandId,
       step: 0,
-      command: parseFfmpegCommand('-f lavfi -i testsrc=duration=0.2 -c:v libx264 -preset ultrafast {{out_1}}', { inputAliases: new Set(), outputAliases: new Set(['out_1']) }),
+      command: parseFfmpegCommand('-f lavfi -i testsrc=duration=0.2 -c:v libx264 -preset ultrafast {{out_1}}', {
+        inputAliases: new Set(),
+        outputAliases: new Set(['out_1']),
+      }),
       inputs: [],
-      outputs: [{ alias: 'out_1', fileName: 'o.mp4', kind: 'file', uploadUrl: await svc.storage.presignPut(`public/x/${commandId}/o.mp4`, 600) }],
+      outputs: [
+        { alias: 'out_1', fileName: 'o.mp4', kind: 'file', uploadUrl: await svc.storage.presignPut(`public/x/${commandId}/o.mp4`, 600) },
+      ],
       threads: 1,
       timeoutSeconds: 60,
       download: { maxBytes: 1e9, timeoutSeconds: 30, allow: [] },

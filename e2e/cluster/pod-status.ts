@@ -67,17 +67,21 @@ export function terminatedStatus(uid: string, container: ContainerInfo, exit: Pr
         condition('Ready', 'False', at, 'PodCompleted'),
       ],
       containerStatuses: [
-        containerStatus(container, {
-          terminated: {
-            exitCode: exit.exitCode,
-            signal: exit.signal,
-            reason: exit.reason,
-            message: exit.message || undefined,
-            startedAt: exit.startedAt,
-            finishedAt: exit.finishedAt,
-            containerID: container.containerId,
+        containerStatus(
+          container,
+          {
+            terminated: {
+              exitCode: exit.exitCode,
+              signal: exit.signal,
+              reason: exit.reason,
+              message: exit.message || undefined,
+              startedAt: exit.startedAt,
+              finishedAt: exit.finishedAt,
+              containerID: container.containerId,
+            },
           },
-        }, false),
+          false,
+        ),
       ],
     },
   };

@@ -16,7 +16,9 @@ let cluster: Cluster;
 before(async () => {
   cluster = await startCluster();
   // Pods are refused until the ServiceAccount they name exists.
-  await cluster.kubeconfig.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: cluster.namespace, body: { metadata: { name: SERVICE_ACCOUNTS.runner } } });
+  await cluster.kubeconfig
+    .makeApiClient(CoreV1Api)
+    .createNamespacedServiceAccount({ namespace: cluster.namespace, body: { metadata: { name: SERVICE_ACCOUNTS.runner } } });
 });
 after(async () => {
   await cluster?.stop();
@@ -45,7 +47,10 @@ async function jobWith(placement: Partial<KubernetesBackendOptions>) {
     spec: {
       commandId,
       step: 0,
-      command: parseFfmpegCommand('-f lavfi -i testsrc=duration=0.2 {{out_1}}', { inputAliases: new Set(), outputAliases: new Set(['out_1']) }),
+      command: parseFfmpegCommand('-f lavfi -i testsrc=duration=0.2 {{out_1}}', {
+        inputAliases: new Set(),
+        outputAliases: new Set(['out_1']),
+      }),
       inputs: [],
       outputs: [{ alias: 'out_1', fileName: 'o.mp4', kind: 'file', uploadUrl: 'http://storage.example/o.mp4' }],
       threads: 1,
@@ -64,9 +69,16 @@ async function jobWith(placement: Partial<KubernetesBackendOptions>) {
 }
 
 test('node selector, tolerations, priority class and host network reach the runner pods', async () => {
-  await cluster.kubeconfig.makeApiClient(SchedulingV1Api).createPriorityClass({ body: { metadata: { name: 'ffop-test-runners' }, value: 1000 } });
+  await cluster.kubeconfig
+    .makeApiClient(SchedulingV1Api)
+    .createPriorityClass({ body: { metadata: { name: 'ffop-test-runners' }, value: 1000 } });
   const tolerations = [{ key: 'media', operator: 'Equal' as const, value: 'yes', effect: 'NoSchedule' as const }];
-  const { job, pod } = await jobWith({ nodeSelector: { 'node-pool': 'media' }, tolerations, priorityClassName: 'ffop-test-runners', hostNetwork: true });
+  const { job, pod } = await jobWith({
+    nodeSelector: { 'node-pool': 'media' },
+    tolerations,
+    priorityClassName: 'ffop-test-runners',
+    hostNetwork: true,
+  });
   for (const spec of [job, pod]) {
     assert.deepEqual(spec.nodeSelector, { 'node-pool': 'media' });
     assert.ok(spec.tolerations?.some((t) => t.key === 'media' && t.operator === 'Equal' && t.value === 'yes' && t.effect === 'NoSchedule'));

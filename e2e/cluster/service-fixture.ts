@@ -26,7 +26,6 @@ import { startNodeAgent, type NodeAgent } from './node-agent.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUNNER_MAIN = join(ROOT, 'runner-image/main.ts');
 
-
 export interface ClusterService {
   cluster: Cluster;
   database: Database;
@@ -49,13 +48,17 @@ export interface ClusterService {
   close(): Promise<void>;
 }
 
-export async function startClusterService(opts: { allow?: string[]; minRequestTimeout?: number; withOperator?: boolean } = {}): Promise<ClusterService> {
-  if (!process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres')) throw new Error('cluster tests need FFOP_TEST_DATABASE_URL=postgres://... (scripts/test.sh sets it)');
+export async function startClusterService(
+  opts: { allow?: string[]; minRequestTimeout?: number; withOperator?: boolean } = {},
+): Promise<ClusterService> {
+  if (!process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres'))
+    throw new Error('cluster tests need FFOP_TEST_DATABASE_URL=postgres://... (scripts/test.sh sets it)');
   const logger = createLogger(process.env.FFOP_TEST_LOG_LEVEL ?? 'silent');
   const dir = await mkdtemp(join(tmpdir(), 'ffop-cluster-'));
   const cluster = await startCluster({ minRequestTimeout: opts.minRequestTimeout });
   const ns = cluster.namespace;
-  const rewrite = async (path: string) => (await readFile(join(ROOT, path), 'utf8')).replaceAll('namespace: ffmpeg-operator', `namespace: ${ns}`);
+  const rewrite = async (path: string) =>
+    (await readFile(join(ROOT, path), 'utf8')).replaceAll('namespace: ffmpeg-operator', `namespace: ${ns}`);
   await cluster.applyYaml(await rewrite('crds/ffmpegcommand.yaml'));
   await cluster.applyYaml(await rewrite('operator/manifests/rbac.yaml'));
   await waitForCrd(cluster);
@@ -70,28 +73,50 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
   const storage = new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: apiUrl, signingKey });
   const tokenSecret = randomBytes(32).toString('hex');
   const api = await startClusterApi({
-    kubeconfig: apiKc, namespace: ns, database, storage, storageRoutes: storageFilesRoutes(storage), logger,
-    tokenSecret, host: '127.0.0.1', port, uploadTtlSeconds: 3600,
+    kubeconfig: apiKc,
+    namespace: ns,
+    database,
+    storage,
+    storageRoutes: storageFilesRoutes(storage),
+    logger,
+    tokenSecret,
+    host: '127.0.0.1',
+    port,
+    uploadTtlSeconds: 3600,
   });
   const agent = await startNodeAgent({
     kubeconfig: cluster.kubeconfig,
     nodeName: 'ffop-test-node',
     namespace: ns,
     runnerCommand: (pod) =>
-      pod.spec?.containers?.[0]?.name === RUNNER_CONTAINER ? { program: process.execPath, args: ['--import', 'tsx', RUNNER_MAIN], cwd: ROOT } : null,
+      pod.spec?.containers?.[0]?.name === RUNNER_CONTAINER
+        ? { program: process.execPath, args: ['--import', 'tsx', RUNNER_MAIN], cwd: ROOT }
+        : null,
   });
   const { confinement, uids } = await testConfinement();
   const prober = new FileProber({ confinement, uids });
   const launch = async (identity: string) => {
     const op = startOperator({
       prober,
-      kubeconfig: operatorKc, namespace: ns, database, storage, logger, identity,
-      runnerImage: 'ffmpeg-operator-runner:test', reportUrl: `${apiUrl}/internal/v1/job-events`, tokenSecret,
+      kubeconfig: operatorKc,
+      namespace: ns,
+      database,
+      storage,
+      logger,
+      identity,
+      runnerImage: 'ffmpeg-operator-runner:test',
+      reportUrl: `${apiUrl}/internal/v1/job-events`,
+      tokenSecret,
       settings: {
-        downloadMaxBytes: 1e9, downloadTimeoutSeconds: 60, uploadAllowanceSeconds: 60, allowAddresses: opts.allow ?? [],
-        workDir: join(dir, 'operator-work'), abandonedUploadSeconds: 7 * 86400,
+        downloadMaxBytes: 1e9,
+        downloadTimeoutSeconds: 60,
+        uploadAllowanceSeconds: 60,
+        allowAddresses: opts.allow ?? [],
+        workDir: join(dir, 'operator-work'),
+        abandonedUploadSeconds: 7 * 86400,
       },
-      leaseSeconds: 4, runnerWorkRoot: join(dir, 'pods'),
+      leaseSeconds: 4,
+      runnerWorkRoot: join(dir, 'pods'),
     });
     return op;
   };
@@ -99,7 +124,16 @@ export async function startClusterService(opts: { allow?: string[]; minRequestTi
   const main = await accounts.createAccount('default', 'pro');
   const key = (await accounts.createKey(main.id, 'main')).key;
   const svc: ClusterService = {
-    cluster, database, databaseUrl: db.url, storage, agent, apiUrl, key, operatorKubeConfig: operatorKc, tokenSecret, podsDir: join(dir, 'pods'),
+    cluster,
+    database,
+    databaseUrl: db.url,
+    storage,
+    agent,
+    apiUrl,
+    key,
+    operatorKubeConfig: operatorKc,
+    tokenSecret,
+    podsDir: join(dir, 'pods'),
     client: (k = key) => new ApiClient(apiUrl, k),
     newAccount: async (plan) => {
       const a = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
@@ -135,4 +169,3 @@ async function waitForCrd(cluster: Cluster): Promise<void> {
   }
   throw new Error('the FfmpegCommand CRD never became Established');
 }
-

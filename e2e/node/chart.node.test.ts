@@ -97,7 +97,10 @@ describe('the chart on a real node', () => {
     assert.equal(pod.spec!.containers[0].image, `${runner.image.repository}:${runner.image.tag}`);
     assert.equal(pod.spec!.nodeName, 'localhost');
     if (runningAt) console.log(`# submit -> runner container seen running: ${runningAt - submitted} ms`);
-    if (exitedAt) console.log(`# runner container seen exited -> SUCCESS seen by polling: ${Math.max(0, ended - exitedAt)} ms (SUCCESS may come first)`);
+    if (exitedAt)
+      console.log(
+        `# runner container seen exited -> SUCCESS seen by polling: ${Math.max(0, ended - exitedAt)} ms (SUCCESS may come first)`,
+      );
     console.log(`# submit -> SUCCESS: ${ended - submitted} ms`);
   });
 
@@ -139,13 +142,19 @@ describe('the chart on a real node', () => {
       async () => {
         const pods = (await runnerPods()).filter((p) => ids.includes(p.metadata!.labels![LABELS.commandId]));
         mostRunning = Math.max(mostRunning, pods.filter((p) => p.status?.phase === 'Running').length);
-        sawUnschedulable ||= pods.some((p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable' && /cpu/i.test(c.message ?? '')));
+        sawUnschedulable ||= pods.some((p) =>
+          p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable' && /cpu/i.test(c.message ?? '')),
+        );
         const polled = await Promise.all(ids.map((id, i) => svc.client(keys[i]).get(`/v1/commands/${id}`)));
         return polled.every((r) => r.body.status === 'SUCCESS' || r.body.status === 'FAILED') && polled.map((r) => r.body);
       },
       180_000,
     );
-    assert.deepEqual(records.map((r) => r.status), ['SUCCESS', 'SUCCESS', 'SUCCESS'], JSON.stringify(records));
+    assert.deepEqual(
+      records.map((r) => r.status),
+      ['SUCCESS', 'SUCCESS', 'SUCCESS'],
+      JSON.stringify(records),
+    );
     assert.equal(mostRunning, 2, 'never more than two runner pods at once');
     assert.ok(sawUnschedulable, 'the third pod waited as Unschedulable for lack of CPU');
   });
@@ -172,7 +181,16 @@ describe('the chart on a real node', () => {
     const apiPodsBefore = (await svc.kubectl(['get', 'pods', '-l', 'app.kubernetes.io/component=api', '-o', 'name'])).stdout.trim();
     const ids = [await api.submit(slowCommand(15)), await api.submit(slowCommand(15))];
     await Promise.all(ids.map((id) => runningPod(id)));
-    const upgraded = await svc.helm(['upgrade', RELEASE, CHART, '--reuse-values', '--set', `podAnnotations.ffop-test/rollout=r${Date.now()}`, '--wait', '--timeout=4m']);
+    const upgraded = await svc.helm([
+      'upgrade',
+      RELEASE,
+      CHART,
+      '--reuse-values',
+      '--set',
+      `podAnnotations.ffop-test/rollout=r${Date.now()}`,
+      '--wait',
+      '--timeout=4m',
+    ]);
     assert.equal(upgraded.code, 0, upgraded.stderr);
     await svc.rolledOut();
     const apiPodsAfter = (await svc.kubectl(['get', 'pods', '-l', 'app.kubernetes.io/component=api', '-o', 'name'])).stdout.trim();
@@ -194,7 +212,11 @@ describe('the chart on a real node', () => {
     const uninstalled = await svc.helm(['uninstall', RELEASE, '--wait']);
     assert.equal(uninstalled.code, 0, uninstalled.stderr);
     assert.equal((await svc.kubectl(['get', 'crd', 'ffmpegcommands.ffmpeg-operator.dev'])).code, 0, 'the CRD stays');
-    assert.match((await svc.kubectl(['get', 'ffc', '-l', `${LABELS.commandId}=${id}`, '-o', 'name'])).stdout, /ffmpegcommand/, 'the FfmpegCommand stays');
+    assert.match(
+      (await svc.kubectl(['get', 'ffc', '-l', `${LABELS.commandId}=${id}`, '-o', 'name'])).stdout,
+      /ffmpegcommand/,
+      'the FfmpegCommand stays',
+    );
     assert.equal((await svc.kubectl(['get', `deploy/${API_DEPLOYMENT}`])).code, 1, 'the API is gone');
 
     const file = join(svc.cluster.stateDir, 'values-again.json');

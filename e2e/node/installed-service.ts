@@ -80,7 +80,13 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
 
     cleanups.push(() => must('bash', [join(ROOT, 'e2e/node/stop.sh'), join(dir, 'node')]));
     await timed('node ready', () =>
-      must('bash', [join(ROOT, 'e2e/node/start.sh'), join(dir, 'node'), cluster.stateDir, images.FFOP_SERVICE_IMAGE_ARCHIVE, images.FFOP_RUNNER_IMAGE_ARCHIVE]),
+      must('bash', [
+        join(ROOT, 'e2e/node/start.sh'),
+        join(dir, 'node'),
+        cluster.stateDir,
+        images.FFOP_SERVICE_IMAGE_ARCHIVE,
+        images.FFOP_RUNNER_IMAGE_ARCHIVE,
+      ]),
     );
     const nodeEnv = parseEnvText(await readFile(join(dir, 'node', 'env'), 'utf8'));
 
@@ -90,7 +96,12 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
     const s3Env = { ...process.env, FFOP_S3_HOST: nodeIp, FFOP_S3_PORT: String(S3_PORT), FFOP_S3_DIR: join(dir, 's3') };
     const s3 = parseEnvText((await must('bash', [join(ROOT, 'scripts/versitygw.sh'), 'start'], s3Env)).stdout.replaceAll('export ', ''));
     cleanups.push(() => must('bash', [join(ROOT, 'scripts/versitygw.sh'), 'stop'], s3Env));
-    const s3Settings = { endpoint: s3.FFOP_TEST_S3_ENDPOINT, region: s3.FFOP_TEST_S3_REGION, accessKey: s3.FFOP_TEST_S3_ACCESS_KEY, secretKey: s3.FFOP_TEST_S3_SECRET_KEY };
+    const s3Settings = {
+      endpoint: s3.FFOP_TEST_S3_ENDPOINT,
+      region: s3.FFOP_TEST_S3_REGION,
+      accessKey: s3.FFOP_TEST_S3_ACCESS_KEY,
+      secretKey: s3.FFOP_TEST_S3_SECRET_KEY,
+    };
     await adminClient(s3Settings).makeBucket(BUCKET, s3Settings.region);
 
     const [serviceRepo, serviceTag] = splitImage(images.FFOP_SERVICE_IMAGE);
@@ -101,7 +112,13 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
       image: { repository: serviceRepo, tag: serviceTag, pullPolicy: 'Never' },
       publicUrl: apiUrl,
       database: { url: databaseUrl },
-      s3: { endpoint: s3Settings.endpoint, region: s3Settings.region, bucket: BUCKET, accessKey: s3Settings.accessKey, secretKey: s3Settings.secretKey },
+      s3: {
+        endpoint: s3Settings.endpoint,
+        region: s3Settings.region,
+        bucket: BUCKET,
+        accessKey: s3Settings.accessKey,
+        secretKey: s3Settings.secretKey,
+      },
       allowAddresses: opts.allow ?? [],
       hostNetwork: true,
       // No kube-proxy in the sandbox: the in-cluster client goes to the API server directly.
@@ -113,7 +130,11 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
       // runners' (the scheduling test counts on it).
       api: { replicaCount: 1, port: API_PORT, resources: { requests: { cpu: null, memory: '128Mi' } } },
       operator: { replicaCount: 2, resources: { requests: { cpu: null, memory: '128Mi' } } },
-      runner: { image: { repository: runnerRepo, tag: runnerTag }, reportUrl: `${apiUrl}/internal/v1/job-events`, memoryLimit: RUNNER_MEMORY_LIMIT },
+      runner: {
+        image: { repository: runnerRepo, tag: runnerTag },
+        reportUrl: `${apiUrl}/internal/v1/job-events`,
+        memoryLimit: RUNNER_MEMORY_LIMIT,
+      },
     };
     const valuesFile = join(dir, 'values.json');
     await writeFile(valuesFile, JSON.stringify(values, null, 2));
@@ -145,7 +166,15 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
     cleanups.push(() => database.close());
     const accounts = new AccountsRepo(database.db);
     return {
-      cluster, namespace, nodeIp, apiUrl, key, values, nodeEnv, database, timings,
+      cluster,
+      namespace,
+      nodeIp,
+      apiUrl,
+      key,
+      values,
+      nodeEnv,
+      database,
+      timings,
       client: (k = key) => new ApiClient(apiUrl, k),
       async newAccount(plan) {
         const account = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
@@ -156,7 +185,11 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
       kubectl,
       async runningContainers() {
         const out = await must('ctr', ['--address', nodeEnv.CONTAINERD_ADDRESS, '-n', 'k8s.io', 'tasks', 'ls']);
-        return out.stdout.split('\n').slice(1).filter((l) => /\bRUNNING\b/.test(l)).map((l) => l.split(/\s+/)[0]);
+        return out.stdout
+          .split('\n')
+          .slice(1)
+          .filter((l) => /\bRUNNING\b/.test(l))
+          .map((l) => l.split(/\s+/)[0]);
       },
       close,
     };
@@ -180,6 +213,7 @@ async function describeFailure(kubectl: (args: string[]) => Promise<ProcessResul
 
 async function must(program: string, args: string[], env?: NodeJS.ProcessEnv): Promise<ProcessResult> {
   const result = await runProcess(program, args, { env });
-  if (result.code !== 0) throw new Error(`${program} ${args.join(' ')} failed (${result.code}): ${result.stderr.split('\n').slice(-30).join('\n')}`);
+  if (result.code !== 0)
+    throw new Error(`${program} ${args.join(' ')} failed (${result.code}): ${result.stderr.split('\n').slice(-30).join('\n')}`);
   return result;
 }

@@ -20,7 +20,10 @@ async function findFfmpegPid(marker: string, timeoutMs = 15_000): Promise<number
   while (Date.now() < deadline) {
     for (const entry of await readdir('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
-      const argv: string[] = await readFile(`/proc/${entry}/cmdline`, 'utf8').then((s) => s.split('\0'), () => []);
+      const argv: string[] = await readFile(`/proc/${entry}/cmdline`, 'utf8').then(
+        (s) => s.split('\0'),
+        () => [],
+      );
       if (basename(argv[0] ?? '') === 'ffmpeg' && argv.includes(marker)) return Number(entry);
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -30,13 +33,18 @@ async function findFfmpegPid(marker: string, timeoutMs = 15_000): Promise<number
 
 async function waitForSize(path: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while ((await stat(path).then((s) => s.size, () => 0)) === 0) {
+  while (
+    (await stat(path).then(
+      (s) => s.size,
+      () => 0,
+    )) === 0
+  ) {
     if (Date.now() > deadline) throw new Error(`${path} stays empty`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-describe('security: a running command cannot read or delete another account\'s files', () => {
+describe("security: a running command cannot read or delete another account's files", () => {
   let canaries: Canaries;
   let media: MediaServer;
   let svc: ServiceFixture;
@@ -57,7 +65,7 @@ describe('security: a running command cannot read or delete another account\'s f
     await canaries?.close();
   });
 
-  test('attack: /proc/<pid>/cwd, /proc/self/../<n>/cwd and the victim\'s folder path; append_list+delete_segments', async (t) => {
+  test("attack: /proc/<pid>/cwd, /proc/self/../<n>/cwd and the victim's folder path; append_list+delete_segments", async (t) => {
     const victimId = await victim.submit({
       ffmpeg_command: `-re -f lavfi -i ${VICTIM_SOURCE} -c:v mpeg2video -q 1 -g 1 {{out_1}}`,
       output_files: { out_1: 'victim.ts' },
@@ -87,7 +95,13 @@ describe('security: a running command cannot read or delete another account\'s f
     await writeZip(join(media.dir, 'read.zip'), { 'playlist.m3u8': playlist });
     // A planted output playlist: with append_list the HLS muxer adopts its entries as its own old
     // segments, and delete_segments removes them as they leave the list.
-    await writeZip(join(media.dir, 'delete.zip'), { 'live.m3u8': hlsPlaylist([join(stepDir, VICTIM_OUTPUT), `/proc/${pid}/cwd/${VICTIM_OUTPUT}`, `../${basename(stepDir)}/${VICTIM_OUTPUT}`]) });
+    await writeZip(join(media.dir, 'delete.zip'), {
+      'live.m3u8': hlsPlaylist([
+        join(stepDir, VICTIM_OUTPUT),
+        `/proc/${pid}/cwd/${VICTIM_OUTPUT}`,
+        `../${basename(stepDir)}/${VICTIM_OUTPUT}`,
+      ]),
+    });
     const readId = await attacker.submit({
       ffmpeg_command: '-i playlist.m3u8 -c copy {{out_stolen}}',
       input_compressed_folder: `${media.url}/read.zip`,
@@ -95,7 +109,8 @@ describe('security: a running command cannot read or delete another account\'s f
       vcpu_count: 1,
     });
     const deleteId = await attacker.submit({
-      ffmpeg_command: '-f lavfi -i testsrc=size=32x24:rate=10:duration=3 -c:v libx264 -preset ultrafast -g 10 -f hls -hls_time 1 -hls_list_size 1 -hls_flags append_list+delete_segments live.m3u8',
+      ffmpeg_command:
+        '-f lavfi -i testsrc=size=32x24:rate=10:duration=3 -c:v libx264 -preset ultrafast -g 10 -f hls -hls_time 1 -hls_list_size 1 -hls_flags append_list+delete_segments live.m3u8',
       input_compressed_folder: `${media.url}/delete.zip`,
       output_files: 'OUTPUT_FOLDER',
       vcpu_count: 1,
@@ -105,7 +120,11 @@ describe('security: a running command cannot read or delete another account\'s f
     t.diagnostic(`read: ${outcome(read)}`);
     t.diagnostic(`delete: ${outcome(del)}`);
     // Both attacks ran while the victim's ffmpeg was still writing.
-    assert.equal((await victim.get(`/v1/commands/${victimId}`)).body.status, 'PROCESSING', 'the victim finished before the attacks: they prove nothing');
+    assert.equal(
+      (await victim.get(`/v1/commands/${victimId}`)).body.status,
+      'PROCESSING',
+      'the victim finished before the attacks: they prove nothing',
+    );
 
     await assertReadNothing(read, canaries, 'read attack', VICTIM);
     if (read.status === 'FAILED') assert.match(read.error_message, /Failed to open segment|Error when loading first segment/);

@@ -8,8 +8,21 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startMediaServer, startService, type ApiClient, type MediaServer, type ServiceFixture } from '../harness.ts';
 import {
-  assertReadNothing, dashManifest, hlsPlaylist, makeCanaries, makeVideo, outcome, probeShowsCanary, probeUnconfined, runCommand,
-  startCountingListener, uploadFile, waitForFile, writeZip, type Canaries, type CountingListener,
+  assertReadNothing,
+  dashManifest,
+  hlsPlaylist,
+  makeCanaries,
+  makeVideo,
+  outcome,
+  probeShowsCanary,
+  probeUnconfined,
+  runCommand,
+  startCountingListener,
+  uploadFile,
+  waitForFile,
+  writeZip,
+  type Canaries,
+  type CountingListener,
 } from './security-fixture.ts';
 
 describe('security: nothing reaches a loopback listener that is not on the allowlist', () => {
@@ -36,7 +49,9 @@ describe('security: nothing reaches a loopback listener that is not on the allow
       for (const [name, text] of Object.entries(playlists)) {
         await writeZip(join(dir, `${name}.zip`), { [name]: text, 'empty.m4s': '' });
       }
-      await writeZip(join(dir, 'concat.zip'), { 'list.txt': `file '${forbidden.url}/video.mp4'\nfile 'tcp://127.0.0.1:${forbidden.port}'\n` });
+      await writeZip(join(dir, 'concat.zip'), {
+        'list.txt': `file '${forbidden.url}/video.mp4'\nfile 'tcp://127.0.0.1:${forbidden.port}'\n`,
+      });
     });
     // The allowlist names the media server's port only: the listener on another port is forbidden.
     svc = await startService({ allow: [media.allowEntry] });
@@ -63,23 +78,41 @@ describe('security: nothing reaches a loopback listener that is not on the allow
     const direct = `${forbidden.url}/video.mp4`;
     const redirected = `${media.url}/video.mp4?redirect_to=${encodeURIComponent(direct)}`;
     for (const url of [direct, redirected]) {
-      const input = await runCommand(attacker, { ffmpeg_command: '-i {{in_1}} -c copy {{out_1}}', input_files: { in_1: url }, output_files: { out_1: 'o.mp4' } });
-      const zip = await runCommand(attacker, { ffmpeg_command: '-i video.mp4 -c copy {{out_1}}', input_compressed_folder: url, output_files: { out_1: 'o.mp4' } });
+      const input = await runCommand(attacker, {
+        ffmpeg_command: '-i {{in_1}} -c copy {{out_1}}',
+        input_files: { in_1: url },
+        output_files: { out_1: 'o.mp4' },
+      });
+      const zip = await runCommand(attacker, {
+        ffmpeg_command: '-i video.mp4 -c copy {{out_1}}',
+        input_compressed_folder: url,
+        output_files: { out_1: 'o.mp4' },
+      });
       const stored = await waitForFile(attacker, (await attacker.post('/v1/files/store-file', { file_url: url })).body.file_id);
-      for (const [what, record, message] of [['input', input, input.error_message], ['zip', zip, zip.error_message], ['store-file', stored, stored.external_error_message]]) {
+      for (const [what, record, message] of [
+        ['input', input, input.error_message],
+        ['zip', zip, zip.error_message],
+        ['store-file', stored, stored.external_error_message],
+      ]) {
         t.diagnostic(`${what} ${url === direct ? 'direct' : 'redirect'}: ${record.status} ${record.error_status} ${message}`);
         assert.equal(record.status, 'FAILED', `${what} ${url}: ${JSON.stringify(record)}`);
         assert.equal(record.error_status, 'FORBIDDEN_INPUT_ADDRESS', `${what} ${url}: ${JSON.stringify(record)}`);
         assert.match(message, /127\.0\.0\.1/);
       }
     }
-    assert.ok(media.requests.some((r) => r.includes('redirect_to')), 'the redirect was followed to its second hop');
+    assert.ok(
+      media.requests.some((r) => r.includes('redirect_to')),
+      'the redirect was followed to its second hop',
+    );
     assert.equal(forbidden.connections(), controlConnections, 'the listener was reached');
   });
 
   test('attack: http:// and tcp:// inputs on the command line are refused with 422', async () => {
     for (const target of [`${forbidden.url}/video.mp4`, `tcp://127.0.0.1:${forbidden.port}`]) {
-      const res = await attacker.post('/v1/run-ffmpeg-command', { ffmpeg_command: `-i ${target} -c copy {{out_1}}`, output_files: { out_1: 'o.mp4' } });
+      const res = await attacker.post('/v1/run-ffmpeg-command', {
+        ffmpeg_command: `-i ${target} -c copy {{out_1}}`,
+        output_files: { out_1: 'o.mp4' },
+      });
       assert.equal(res.status, 422, JSON.stringify(res.body));
       assert.match(res.body.detail[0].msg, /protocols/);
     }

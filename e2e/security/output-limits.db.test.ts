@@ -49,16 +49,17 @@ describe('security: outputs holding too many files fail with TOO_MANY_OUTPUT_FIL
     { what: 'an OUTPUT_FOLDER of 60 frames', body: () => framesCommand(60) },
     { what: 'a playlist output of about 60 segments', body: () => playlistCommand(6) },
   ];
-  for (const { what, body } of attacks) test(`attack: ${what} (limit ${MAX_FILES}) fails and stores nothing`, async (t) => {
-    const attacker: ApiClient = svc.client(await svc.newAccount('pro'));
-    const objectsBefore = await storedObjects();
-    const record = await runCommand(attacker, body());
-    t.diagnostic(outcome(record));
-    assert.equal(record.status, 'FAILED', JSON.stringify(record));
-    assert.equal(record.error_status, 'TOO_MANY_OUTPUT_FILES');
-    assert.match(record.error_message, new RegExp(`\\b${MAX_FILES}\\b`));
-    assert.deepEqual(record.output_files, {});
-    assert.deepEqual((await attacker.get('/v1/files')).body, []);
-    assert.deepEqual(await storedObjects(), objectsBefore);
-  });
+  for (const { what, body } of attacks)
+    test(`attack: ${what} (limit ${MAX_FILES}) fails and stores nothing`, async (t) => {
+      const attacker: ApiClient = svc.client(await svc.newAccount('pro'));
+      const objectsBefore = await storedObjects();
+      const record = await runCommand(attacker, body());
+      t.diagnostic(outcome(record));
+      assert.equal(record.status, 'FAILED', JSON.stringify(record));
+      assert.equal(record.error_status, 'TOO_MANY_OUTPUT_FILES');
+      assert.match(record.error_message, new RegExp(`\\b${MAX_FILES}\\b`));
+      assert.deepEqual(record.output_files, {});
+      assert.deepEqual((await attacker.get('/v1/files')).body, []);
+      assert.deepEqual(await storedObjects(), objectsBefore);
+    });
 });

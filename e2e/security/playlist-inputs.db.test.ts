@@ -7,7 +7,16 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startMediaServer, startService, type ApiClient, type MediaServer, type ServiceFixture } from '../harness.ts';
 import {
-  assertReadNothing, hlsMasterPlaylist, hlsPlaylist, makeCanaries, makeVideo, outcome, probeShowsCanary, probeUnconfined, runCommand, writeZip,
+  assertReadNothing,
+  hlsMasterPlaylist,
+  hlsPlaylist,
+  makeCanaries,
+  makeVideo,
+  outcome,
+  probeShowsCanary,
+  probeUnconfined,
+  runCommand,
+  writeZip,
   type Canaries,
 } from './security-fixture.ts';
 
@@ -25,7 +34,11 @@ describe('security: playlists inside a zip input read only the working folder', 
   before(async () => {
     canaries = await makeCanaries();
     const deep = '../'.repeat(12);
-    const hls = (entries: Record<string, string | Buffer>, open = 'playlist.m3u8') => ({ entries, open, command: `-i ${open} -c copy {{out_1}}` });
+    const hls = (entries: Record<string, string | Buffer>, open = 'playlist.m3u8') => ({
+      entries,
+      open,
+      command: `-i ${open} -c copy {{out_1}}`,
+    });
     // A variant playlist outside the working folder, next to the canary, naming the canary.
     const outsideVariant = join(canaries.dir, 'variant.m3u8');
     attacks = {
@@ -36,10 +49,17 @@ describe('security: playlists inside a zip input read only the working folder', 
       'proc-root.zip': hls({ 'playlist.m3u8': hlsPlaylist([`/proc/1/root${canaries.readable}`, `/proc/self/root${canaries.readable}`]) }),
       // The init section is the canary; the one segment is an empty file inside the zip.
       'map.zip': hls({ 'playlist.m3u8': hlsPlaylist(['empty.m4s'], canaries.readable), 'empty.m4s': '' }),
-      'variant-inside.zip': hls({ 'master.m3u8': hlsMasterPlaylist(['variant.m3u8']), 'variant.m3u8': hlsPlaylist([deep + canaries.readable.slice(1)]) }, 'master.m3u8'),
+      'variant-inside.zip': hls(
+        { 'master.m3u8': hlsMasterPlaylist(['variant.m3u8']), 'variant.m3u8': hlsPlaylist([deep + canaries.readable.slice(1)]) },
+        'master.m3u8',
+      ),
       'variant-outside.zip': hls({ 'master.m3u8': hlsMasterPlaylist([outsideVariant]) }, 'master.m3u8'),
       // The concat demuxer: the service's -safe 1 refuses absolute and ../ names before the sandbox does.
-      'concat.zip': { entries: { 'list.txt': `file '${canaries.readable}'\nfile '${deep}${canaries.rootOnly.slice(1)}'\n` }, open: 'list.txt', command: '-f concat -i list.txt -c copy {{out_1}}' },
+      'concat.zip': {
+        entries: { 'list.txt': `file '${canaries.readable}'\nfile '${deep}${canaries.rootOnly.slice(1)}'\n` },
+        open: 'list.txt',
+        command: '-f concat -i list.txt -c copy {{out_1}}',
+      },
     };
     await writeFile(outsideVariant, hlsPlaylist([canaries.readable]), { mode: 0o644 });
     media = await startMediaServer(async (dir) => {
@@ -57,7 +77,11 @@ describe('security: playlists inside a zip input read only the working folder', 
   });
 
   test('control: a playlist naming a segment inside the zip works in the sandbox', async () => {
-    const record = await runCommand(attacker, { ffmpeg_command: '-i playlist.m3u8 -c copy {{out_1}}', input_compressed_folder: `${media.url}/legit.zip`, output_files: { out_1: 'legit.mkv' } });
+    const record = await runCommand(attacker, {
+      ffmpeg_command: '-i playlist.m3u8 -c copy {{out_1}}',
+      input_compressed_folder: `${media.url}/legit.zip`,
+      output_files: { out_1: 'legit.mkv' },
+    });
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
     assert.deepEqual([record.output_files.out_1.width, record.output_files.out_1.height], [LOCAL_CLIP.width, LOCAL_CLIP.height]);
   });
@@ -65,12 +89,25 @@ describe('security: playlists inside a zip input read only the working folder', 
   test('control: unconfined, every HLS attack reaches a canary', async () => {
     for (const [name, attack] of Object.entries(attacks)) {
       if (attack.open === 'list.txt') continue; // a concat list is stopped by -safe 1 before any sandbox
-      assert.ok(probeShowsCanary(await probeUnconfined(attack.entries, attack.open)), `${name} does not reach a canary without the sandbox`);
+      assert.ok(
+        probeShowsCanary(await probeUnconfined(attack.entries, attack.open)),
+        `${name} does not reach a canary without the sandbox`,
+      );
     }
   });
 
   // Named here because tests are declared before `before` builds the zips.
-  for (const name of ['absolute.zip', 'absolute-root-only.zip', 'dotdot.zip', 'file-url.zip', 'proc-root.zip', 'map.zip', 'variant-inside.zip', 'variant-outside.zip', 'concat.zip']) {
+  for (const name of [
+    'absolute.zip',
+    'absolute-root-only.zip',
+    'dotdot.zip',
+    'file-url.zip',
+    'proc-root.zip',
+    'map.zip',
+    'variant-inside.zip',
+    'variant-outside.zip',
+    'concat.zip',
+  ]) {
     test(`attack: ${name} fails or reads nothing outside the working folder`, async (t) => {
       const attack = attacks[name];
       const res = await attacker.post('/v1/run-ffmpeg-command', {

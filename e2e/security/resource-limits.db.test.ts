@@ -48,7 +48,11 @@ describe('security: memory bombs fail their own command only', () => {
     assert.equal((await attacker.get('/v1/commands?limit=1')).status, 200);
   }
 
-  const scaleDown = (file: string) => ({ ffmpeg_command: '-i {{in_1}} -vf scale=100:100 {{out_1}}', input_files: { in_1: `${media.url}/${file}` }, output_files: { out_1: 'thumb.png' } });
+  const scaleDown = (file: string) => ({
+    ffmpeg_command: '-i {{in_1}} -vf scale=100:100 {{out_1}}',
+    input_files: { in_1: `${media.url}/${file}` },
+    output_files: { out_1: 'thumb.png' },
+  });
 
   test('control: the bombs are small files, and the same command on a normal picture succeeds', async () => {
     assert.ok((await stat(join(media.dir, 'bomb.png'))).size < 1 * MiB);
@@ -79,7 +83,10 @@ describe('security: memory bombs fail their own command only', () => {
 
   test('attack: store-file of the bombs ends STORED or FAILED, and the service keeps answering', async (t) => {
     for (const name of ['bomb.png', 'deep-bomb.png']) {
-      const file = await waitForFile(attacker, (await attacker.post('/v1/files/store-file', { file_url: `${media.url}/${name}` })).body.file_id);
+      const file = await waitForFile(
+        attacker,
+        (await attacker.post('/v1/files/store-file', { file_url: `${media.url}/${name}` })).body.file_id,
+      );
       t.diagnostic(`${name}: ${file.status} ${file.error_status ?? ''} ${file.file_type} ${file.width}x${file.height}`);
       assert.ok(file.status === 'STORED' || file.status === 'FAILED', JSON.stringify(file));
     }
@@ -112,7 +119,7 @@ describe('security: memory bombs fail their own command only', () => {
     await assertServiceAnswers();
   });
 
-  test('after the attacks another account\'s command still runs normally', async () => {
+  test("after the attacks another account's command still runs normally", async () => {
     const record = await runCommand(victim, scaleDown('small.png'));
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
     assert.equal(record.output_files.out_1.width, 100);

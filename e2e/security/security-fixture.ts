@@ -47,13 +47,29 @@ export async function makeCanaries(): Promise<Canaries> {
   const readable = join(dir, 'canary.mp4');
   const rootOnly = join(dir, 'secret.m4a');
   await makeVideo(readable, { ...CANARY_VIDEO, title: marker });
-  await ffmpeg(['-f', 'lavfi', '-i', `sine=frequency=660:sample_rate=${CANARY_AUDIO.sampleRate}:duration=${CANARY_AUDIO.seconds}`,
-    '-c:a', 'aac', '-movflags', '+faststart', '-metadata', `title=${marker}`, rootOnly]);
+  await ffmpeg([
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=660:sample_rate=${CANARY_AUDIO.sampleRate}:duration=${CANARY_AUDIO.seconds}`,
+    '-c:a',
+    'aac',
+    '-movflags',
+    '+faststart',
+    '-metadata',
+    `title=${marker}`,
+    rootOnly,
+  ]);
   await chmod(readable, 0o644);
   await chmod(rootOnly, 0o600);
   const fingerprint = async (path: string) => {
     const s = await stat(path);
-    return { mode: s.mode & 0o7777, sha256: createHash('sha256').update(await readFile(path)).digest('hex') };
+    return {
+      mode: s.mode & 0o7777,
+      sha256: createHash('sha256')
+        .update(await readFile(path))
+        .digest('hex'),
+    };
   };
   const original = { readable: await fingerprint(readable), rootOnly: await fingerprint(rootOnly) };
   return {
@@ -77,9 +93,22 @@ async function ffmpeg(args: string[]): Promise<void> {
 /** A short H.264 mp4 (moov first, so it can be read as a stream), optionally titled. */
 export async function makeVideo(path: string, o: { width: number; height: number; seconds: number; title?: string }): Promise<string> {
   await mkdir(dirname(path), { recursive: true });
-  await ffmpeg(['-f', 'lavfi', '-i', `testsrc=size=${o.width}x${o.height}:rate=25:duration=${o.seconds}`,
-    '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-movflags', '+faststart',
-    ...(o.title ? ['-metadata', `title=${o.title}`] : []), path]);
+  await ffmpeg([
+    '-f',
+    'lavfi',
+    '-i',
+    `testsrc=size=${o.width}x${o.height}:rate=25:duration=${o.seconds}`,
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-pix_fmt',
+    'yuv420p',
+    '-movflags',
+    '+faststart',
+    ...(o.title ? ['-metadata', `title=${o.title}`] : []),
+    path,
+  ]);
   return path;
 }
 
@@ -138,7 +167,11 @@ export async function probeUnconfined(files: Record<string, string | Buffer>, op
       await mkdir(dirname(join(dir, name)), { recursive: true });
       await writeFile(join(dir, name), content);
     }
-    const { stdout } = await run('ffprobe', ['-v', 'error', '-protocol_whitelist', protocols, '-print_format', 'json', '-show_format', '-show_streams', open], { cwd: dir });
+    const { stdout } = await run(
+      'ffprobe',
+      ['-v', 'error', '-protocol_whitelist', protocols, '-print_format', 'json', '-show_format', '-show_streams', open],
+      { cwd: dir },
+    );
     return JSON.parse(stdout);
   } catch {
     return null;
@@ -160,12 +193,18 @@ export function probeShowsCanary(probe: any): boolean {
  * A media record (file record or command output) that shows nothing of either canary, nor of
  * `other` (e.g. another account's file): not its size and not its duration.
  */
-export function assertNotFrom(record: { width?: number | null; height?: number | null; duration?: number | null }, what: string,
-  other?: { width: number; height: number; seconds: number }): void {
+export function assertNotFrom(
+  record: { width?: number | null; height?: number | null; duration?: number | null },
+  what: string,
+  other?: { width: number; height: number; seconds: number },
+): void {
   const looksLike = (m: { width: number; height: number; seconds: number }) =>
     (record.width === m.width && record.height === m.height) || (record.duration != null && Math.abs(record.duration - m.seconds) < 0.05);
   assert.ok(!looksLike(CANARY_VIDEO), `${what} shows the readable canary: ${JSON.stringify(record)}`);
-  assert.ok(!(record.duration != null && Math.abs(record.duration - CANARY_AUDIO.seconds) < 0.05), `${what} shows the root-only canary: ${JSON.stringify(record)}`);
+  assert.ok(
+    !(record.duration != null && Math.abs(record.duration - CANARY_AUDIO.seconds) < 0.05),
+    `${what} shows the root-only canary: ${JSON.stringify(record)}`,
+  );
   if (other) assert.ok(!looksLike(other), `${what} shows another account's file: ${JSON.stringify(record)}`);
 }
 
@@ -210,7 +249,6 @@ export async function startCountingListener(body: Buffer): Promise<CountingListe
   };
 }
 
-
 /** A direct upload of `data` in one part (init-upload, PUT, complete-upload); returns the file id. */
 export async function uploadFile(api: ApiClient, filename: string, data: Buffer | string, isPrivate = false): Promise<string> {
   const bytes = Buffer.from(data);
@@ -218,7 +256,9 @@ export async function uploadFile(api: ApiClient, filename: string, data: Buffer 
   assert.equal(init.status, 200, JSON.stringify(init.body));
   const put = await fetch(init.body.upload_urls[0], { method: 'PUT', body: new Uint8Array(bytes) });
   assert.equal(put.status, 200, await put.text());
-  const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, { parts: [{ part_number: 1, etag: put.headers.get('etag') }] });
+  const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, {
+    parts: [{ part_number: 1, etag: put.headers.get('etag') }],
+  });
   assert.equal(done.status, 200, JSON.stringify(done.body));
   return init.body.file_id;
 }
@@ -236,7 +276,12 @@ export function outcome(record: any): string {
 }
 
 /** The ending of a command that must not have read anything: FAILED, or SUCCESS showing nothing of the canaries. */
-export async function assertReadNothing(record: any, canaries: Canaries, what: string, other?: { width: number; height: number; seconds: number }): Promise<void> {
+export async function assertReadNothing(
+  record: any,
+  canaries: Canaries,
+  what: string,
+  other?: { width: number; height: number; seconds: number },
+): Promise<void> {
   assert.ok(record.status === 'FAILED' || record.status === 'SUCCESS', `${what}: ${JSON.stringify(record)}`);
   if (record.status === 'FAILED') {
     assert.ok(record.error_status && record.error_message, `${what}: a failure without a clear error: ${JSON.stringify(record)}`);

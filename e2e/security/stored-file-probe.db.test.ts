@@ -7,7 +7,15 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startMediaServer, startService, type ApiClient, type MediaServer, type ServiceFixture } from '../harness.ts';
 import {
-  assertNotFrom, dashManifest, hlsPlaylist, makeCanaries, makeVideo, probeShowsCanary, probeUnconfined, uploadFile, waitForFile,
+  assertNotFrom,
+  dashManifest,
+  hlsPlaylist,
+  makeCanaries,
+  makeVideo,
+  probeShowsCanary,
+  probeUnconfined,
+  uploadFile,
+  waitForFile,
   type Canaries,
 } from './security-fixture.ts';
 
@@ -61,7 +69,11 @@ describe('security: probing stored files confines playlists to themselves', () =
       assert.equal(res.status, 200, JSON.stringify(res.body));
       const file = await waitForFile(attacker, res.body.file_id);
       assert.equal(file.status, 'STORED', `${name}: ${JSON.stringify(file)}`);
-      assert.deepEqual([file.file_type, file.width, file.height, file.duration], ['other', null, null, null], `${name}: ${JSON.stringify(file)}`);
+      assert.deepEqual(
+        [file.file_type, file.width, file.height, file.duration],
+        ['other', null, null, null],
+        `${name}: ${JSON.stringify(file)}`,
+      );
       assertNotFrom(file, name);
     }
     await canaries.assertUntouched();
@@ -71,7 +83,11 @@ describe('security: probing stored files confines playlists to themselves', () =
     for (const [name, text] of Object.entries(playlists)) {
       const file = await waitForFile(attacker, await uploadFile(attacker, name, text));
       assert.equal(file.status, 'STORED', `${name}: ${JSON.stringify(file)}`);
-      assert.deepEqual([file.file_type, file.width, file.height, file.duration], ['other', null, null, null], `${name}: ${JSON.stringify(file)}`);
+      assert.deepEqual(
+        [file.file_type, file.width, file.height, file.duration],
+        ['other', null, null, null],
+        `${name}: ${JSON.stringify(file)}`,
+      );
       assertNotFrom(file, name);
     }
     await canaries.assertUntouched();
@@ -95,7 +111,10 @@ describe('security: probing stored files confines playlists to themselves', () =
 
     const uploaded = await waitForFile(attacker, await uploadFile(attacker, 'steal.m3u8', playlist));
     await writeFile(join(media.dir, 'steal.m3u8'), playlist);
-    const stored = await waitForFile(attacker, (await attacker.post('/v1/files/store-file', { file_url: `${media.url}/steal.m3u8` })).body.file_id);
+    const stored = await waitForFile(
+      attacker,
+      (await attacker.post('/v1/files/store-file', { file_url: `${media.url}/steal.m3u8` })).body.file_id,
+    );
     for (const file of [uploaded, stored]) {
       assert.equal(file.status, 'STORED', JSON.stringify(file));
       assert.deepEqual([file.width, file.height, file.duration], [null, null, null], JSON.stringify(file));

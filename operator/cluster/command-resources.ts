@@ -7,7 +7,12 @@ import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/command
 import { CommandStatus } from '../../core/commands/command-status.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { jobName } from '../../core/engine/job-backend.ts';
-import { createFfmpegCommand, type FfmpegCommandObject, type FfmpegCommandOutput, type FfmpegCommandStatus } from '../../core/k8s/ffmpeg-command.ts';
+import {
+  createFfmpegCommand,
+  type FfmpegCommandObject,
+  type FfmpegCommandOutput,
+  type FfmpegCommandStatus,
+} from '../../core/k8s/ffmpeg-command.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
 
 export class CommandResources {
@@ -37,7 +42,18 @@ export class CommandResources {
     this.watch = keepInformer<FfmpegCommandObject>(
       this.kc,
       `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${PLURAL}`,
-      pagedList((cont, limit) => this.api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, limit, _continue: cont }), keepIdentityOnly),
+      pagedList(
+        (cont, limit) =>
+          this.api.listNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            namespace: this.namespace,
+            plural: PLURAL,
+            limit,
+            _continue: cont,
+          }),
+        keepIdentityOnly,
+      ),
       undefined,
       this.logger,
       keepIdentityOnly,
@@ -63,7 +79,13 @@ export class CommandResources {
     if (command.resourceCreatedAt) {
       // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
       try {
-        await this.api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: PLURAL, name: command.id });
+        await this.api.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: this.namespace,
+          plural: PLURAL,
+          name: command.id,
+        });
         return 'present';
       } catch (err) {
         if ((err as { code?: number }).code === 404) return 'deleted';
@@ -110,7 +132,8 @@ export class CommandResources {
       );
     })().catch((err) => {
       this.pendingStatus.delete(commandId);
-      if ((err as { code?: number }).code !== 404) this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'status mirror failed');
+      if ((err as { code?: number }).code !== 404)
+        this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'status mirror failed');
     });
     this.pendingStatus.set(commandId, work);
   }

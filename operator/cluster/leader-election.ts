@@ -58,7 +58,10 @@ export function electLeader(o: LeaderElectionOptions): Leadership {
       if ((err as { code?: number }).code !== 404) throw err;
     }
     if (!lease) {
-      await api.createNamespacedLease({ namespace: o.namespace, body: { metadata: { name: o.name, namespace: o.namespace }, spec: spec(now) } });
+      await api.createNamespacedLease({
+        namespace: o.namespace,
+        body: { metadata: { name: o.name, namespace: o.namespace }, spec: spec(now) },
+      });
       return true;
     }
     const holder = lease.spec?.holderIdentity;

@@ -7,8 +7,13 @@ const command = (name: string): KubernetesObject & Record<string, unknown> => ({
   apiVersion: 'ffmpeg-operator.dev/v1alpha1',
   kind: 'FfmpegCommand',
   metadata: {
-    name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '7', labels: { a: 'b' },
-    managedFields: [{ manager: 'api', fieldsV1: { 'f:spec': {} } }], annotations: { big: 'x'.repeat(100) },
+    name,
+    namespace: 'ns',
+    uid: `uid-${name}`,
+    resourceVersion: '7',
+    labels: { a: 'b' },
+    managedFields: [{ manager: 'api', fieldsV1: { 'f:spec': {} } }],
+    annotations: { big: 'x'.repeat(100) },
   },
   spec: { request: { ffmpeg_command: '-i x y' } },
   status: { phase: 'SUCCESS', outputs: [{ alias: 'out_1' }] },
@@ -31,14 +36,21 @@ describe('watch caches', () => {
       first: { items: [command('a'), command('b')], metadata: { resourceVersion: '42', _continue: 'p2' } },
       p2: { items: [command('c')], metadata: { resourceVersion: '42', _continue: '' } },
     };
-    const list = pagedList((cont, limit) => {
-      asked.push(cont);
-      assert.equal(limit, 2);
-      return Promise.resolve(pages[cont ?? 'first']);
-    }, keepIdentityOnly, 2);
+    const list = pagedList(
+      (cont, limit) => {
+        asked.push(cont);
+        assert.equal(limit, 2);
+        return Promise.resolve(pages[cont ?? 'first']);
+      },
+      keepIdentityOnly,
+      2,
+    );
     const result = await list();
     assert.deepEqual(asked, [undefined, 'p2']);
-    assert.deepEqual(result.items.map((i) => i.metadata?.name), ['a', 'b', 'c']);
+    assert.deepEqual(
+      result.items.map((i) => i.metadata?.name),
+      ['a', 'b', 'c'],
+    );
     assert.ok(result.items.every((i) => !('spec' in i) && !('status' in i) && !i.metadata?.managedFields));
     assert.equal(result.metadata?.resourceVersion, '42');
     assert.equal(result.metadata?._continue, undefined);

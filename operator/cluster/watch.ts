@@ -1,6 +1,14 @@
 // client-node informers stop on some errors (and after a watch ends badly); this keeps one running:
 // restart with backoff, which relists (so a 410 Gone resourceVersion is recovered by a fresh list).
-import { makeInformer, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ListPromise, type ObjectCache } from '@kubernetes/client-node';
+import {
+  makeInformer,
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ListPromise,
+  type ObjectCache,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
 export interface KeptInformer<T extends KubernetesObject> {
@@ -23,11 +31,18 @@ export function keepInformer<T extends KubernetesObject>(
   logger: Logger,
   trim?: (obj: T) => void,
 ): KeptInformer<T> {
-  const informer = makeInformer<T>(kc, path, trim ? async () => {
-    const result = await list();
-    result.items.forEach(trim);
-    return result;
-  } : list, labelSelector);
+  const informer = makeInformer<T>(
+    kc,
+    path,
+    trim
+      ? async () => {
+          const result = await list();
+          result.items.forEach(trim);
+          return result;
+        }
+      : list,
+    labelSelector,
+  );
   // The cache keeps the very object it hands to its handlers, and this handler is the first one.
   if (trim) {
     informer.on('add', trim);
@@ -68,7 +83,14 @@ export function keepInformer<T extends KubernetesObject>(
 /** Keeps what identifies an object and what the informer compares (resourceVersion); drops the rest. */
 export function keepIdentityOnly(obj: KubernetesObject): void {
   const m = obj.metadata;
-  const kept = m && { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, deletionTimestamp: m.deletionTimestamp };
+  const kept = m && {
+    name: m.name,
+    namespace: m.namespace,
+    uid: m.uid,
+    resourceVersion: m.resourceVersion,
+    labels: m.labels,
+    deletionTimestamp: m.deletionTimestamp,
+  };
   for (const key of Object.keys(obj)) if (key !== 'apiVersion' && key !== 'kind') delete (obj as Record<string, unknown>)[key];
   if (kept) obj.metadata = kept;
 }

@@ -71,9 +71,36 @@ export async function makeMediaFixtures(dir: string): Promise<void> {
     if (code !== 0) throw new Error(`making a fixture failed: ffmpeg ${args.join(' ')}\n${stderr}`);
   };
   await writeFile(join(dir, 'subs.srt'), '1\n00:00:00,000 --> 00:00:00,900\nHello, world\n');
-  await make(['-f', 'lavfi', '-i', 'testsrc=s=64x64:r=10:d=1', '-f', 'lavfi', '-i', 'sine=d=1', '-i', 'subs.srt',
-    '-map', '0', '-map', '1', '-map', '2', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p',
-    '-c:a', 'aac', '-c:s', 'srt', '-shortest', 'clip.mkv']);
+  await make([
+    '-f',
+    'lavfi',
+    '-i',
+    'testsrc=s=64x64:r=10:d=1',
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=d=1',
+    '-i',
+    'subs.srt',
+    '-map',
+    '0',
+    '-map',
+    '1',
+    '-map',
+    '2',
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'aac',
+    '-c:s',
+    'srt',
+    '-shortest',
+    'clip.mkv',
+  ]);
   await make(['-i', 'subs.srt', 'subs.ass']);
   await make(['-f', 'lavfi', '-i', 'color=c=red:s=16x16', '-frames:v', '1', 'logo.png']);
   await make(['-f', 'lavfi', '-i', 'sine=f=440:d=1', 'tone.wav']);

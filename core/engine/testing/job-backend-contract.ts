@@ -38,7 +38,11 @@ export function collector(backend: JobBackend) {
   return { of, result };
 }
 
-export async function spec(storage: Storage, command: string, opts: { timeoutSeconds?: number } = {}): Promise<{ spec: StepSpec; ref: JobRef }> {
+export async function spec(
+  storage: Storage,
+  command: string,
+  opts: { timeoutSeconds?: number } = {},
+): Promise<{ spec: StepSpec; ref: JobRef }> {
   const commandId = randomUUID();
   const parsed = parseFfmpegCommand(command, { inputAliases: new Set(), outputAliases: new Set(['out_1']) });
   const ref = { name: jobName(commandId, 0, 1), commandId, step: 0, attempt: 1 };
@@ -49,7 +53,9 @@ export async function spec(storage: Storage, command: string, opts: { timeoutSec
       step: 0,
       command: parsed,
       inputs: [],
-      outputs: [{ alias: 'out_1', fileName: 'o.mp4', kind: 'file', uploadUrl: await storage.presignPut(`public/contract/${commandId}/o.mp4`, 600) }],
+      outputs: [
+        { alias: 'out_1', fileName: 'o.mp4', kind: 'file', uploadUrl: await storage.presignPut(`public/contract/${commandId}/o.mp4`, 600) },
+      ],
       threads: 1,
       timeoutSeconds: opts.timeoutSeconds ?? 60,
       download: { maxBytes: 1e9, timeoutSeconds: 30, allow: [] },
@@ -77,7 +83,10 @@ export function jobBackendContract(name: string, make: () => Promise<BackendFixt
       await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 120, accountId: 'acct' });
       const result = await events.result(ref.name);
       assert.equal(result.ok, true, JSON.stringify(result));
-      const stages = events.of(ref.name).filter((e) => e.type === 'stage').map((e) => (e as { stage: string }).stage);
+      const stages = events
+        .of(ref.name)
+        .filter((e) => e.type === 'stage')
+        .map((e) => (e as { stage: string }).stage);
       assert.deepEqual(stages, ['DOWNLOADING', 'PREPARING_INPUT_FILES', 'FFMPEG_PROCESSING', 'UPLOADING']);
       assert.equal(events.of(ref.name).filter((e) => e.type === 'result').length, 1);
       assert.ok((await f.storage.stat(`public/contract/${s.commandId}/o.mp4`))!.size > 0);
@@ -89,7 +98,7 @@ export function jobBackendContract(name: string, make: () => Promise<BackendFixt
       assert.ok(!(await f.backend.listJobNames()).has(ref.name));
     });
 
-    test('an ffmpeg failure is a failed result with ffmpeg\'s words', async () => {
+    test("an ffmpeg failure is a failed result with ffmpeg's words", async () => {
       const { spec: s, ref } = await spec(f.storage, '-f lavfi -i testsrc=duration=0.2 -c:v nosuchcodec {{out_1}}');
       await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 120, accountId: 'acct' });
       const result = await events.result(ref.name);
@@ -99,7 +108,9 @@ export function jobBackendContract(name: string, make: () => Promise<BackendFixt
     });
 
     test('a job past its deadline ends with DEADLINE_EXCEEDED', async () => {
-      const { spec: s, ref } = await spec(f.storage, '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}', { timeoutSeconds: 300 });
+      const { spec: s, ref } = await spec(f.storage, '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}', {
+        timeoutSeconds: 300,
+      });
       await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 2, accountId: 'acct' });
       const result = await events.result(ref.name, 90_000);
       assert.equal(!result.ok && result.errorStatus, 'DEADLINE_EXCEEDED', JSON.stringify(result));
@@ -107,7 +118,9 @@ export function jobBackendContract(name: string, make: () => Promise<BackendFixt
     });
 
     test('deleting a running job stops it', async () => {
-      const { spec: s, ref } = await spec(f.storage, '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}', { timeoutSeconds: 300 });
+      const { spec: s, ref } = await spec(f.storage, '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}', {
+        timeoutSeconds: 300,
+      });
       await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 300, accountId: 'acct' });
       const until = Date.now() + 60_000;
       while (!events.of(ref.name).some((e) => e.type === 'stage' && e.stage === 'FFMPEG_PROCESSING') && Date.now() < until) {

@@ -27,12 +27,20 @@ function settingsFrom(env: Record<string, string | undefined>): S3Settings {
     if (!value) throw new Error(`FFOP_TEST_S3_${name} is not set`);
     return value;
   };
-  return { endpoint: get('ENDPOINT'), region: env.FFOP_TEST_S3_REGION || 'us-east-1', accessKey: get('ACCESS_KEY'), secretKey: get('SECRET_KEY') };
+  return {
+    endpoint: get('ENDPOINT'),
+    region: env.FFOP_TEST_S3_REGION || 'us-east-1',
+    accessKey: get('ACCESS_KEY'),
+    secretKey: get('SECRET_KEY'),
+  };
 }
 
 export async function startS3Server(): Promise<S3Server> {
   if (process.env.FFOP_TEST_S3_ENDPOINT) return { settings: settingsFrom(process.env), stop: async () => {} };
-  const alreadyRunning = await run('bash', [SCRIPT, 'status']).then(() => true, () => false);
+  const alreadyRunning = await run('bash', [SCRIPT, 'status']).then(
+    () => true,
+    () => false,
+  );
   // The first start builds versitygw (Go module download + compile): allow it time.
   const { stdout } = await run('bash', [SCRIPT, 'start'], { timeout: 20 * 60_000 });
   const env: Record<string, string> = {};
@@ -57,4 +65,3 @@ export function adminClient(s: S3Settings): Client {
     pathStyle: true,
   });
 }
-

@@ -177,8 +177,19 @@ export function storageContract(
 
     test('keys that could escape or are not plain relative paths are rejected by put', async () => {
       const p = prefix();
-      const bad = [`${p}/../escape.bin`, '../escape.bin', `/${p}/abs.bin`, `${p}\\win.bin`, `${p}//double.bin`,
-        `${p}/./dot.bin`, `${p}/nul\u0000.bin`, `${p}/new\nline.bin`, `${p}/`, '', `${p}/${'a'.repeat(2000)}`];
+      const bad = [
+        `${p}/../escape.bin`,
+        '../escape.bin',
+        `/${p}/abs.bin`,
+        `${p}\\win.bin`,
+        `${p}//double.bin`,
+        `${p}/./dot.bin`,
+        `${p}/nul\u0000.bin`,
+        `${p}/new\nline.bin`,
+        `${p}/`,
+        '',
+        `${p}/${'a'.repeat(2000)}`,
+      ];
       for (const key of bad) {
         await assert.rejects(
           storage.put(key, Readable.from([Buffer.from('x')]), { size: 1, contentType: 'text/plain' }),
@@ -345,7 +356,11 @@ export function storageContract(
         assert.equal(await storage.stat(key), null, 'nothing is visible before completion');
 
         const total = Buffer.concat(parts);
-        const done = await storage.completeMultipartUpload(key, uploadId, [1, 2, 3].map((n) => ({ partNumber: n, etag: etagOf(n) })));
+        const done = await storage.completeMultipartUpload(
+          key,
+          uploadId,
+          [1, 2, 3].map((n) => ({ partNumber: n, etag: etagOf(n) })),
+        );
         assert.deepEqual(done, { size: total.length });
         assert.deepEqual(await storage.stat(key), { size: total.length, contentType: 'video/mp4' });
         assert.deepEqual(await readAll(await storage.read(key)), total);
@@ -360,7 +375,14 @@ export function storageContract(
         const e2 = await sendPart(key, uploadId, 2, parts[1]);
 
         const refusals: [{ partNumber: number; etag: string }[], RegExp][] = [
-          [[{ partNumber: 1, etag: e1 }, { partNumber: 2, etag: e2 }, { partNumber: 3, etag: `"${md5Hex(parts[2])}"` }], /part 3 is missing/],
+          [
+            [
+              { partNumber: 1, etag: e1 },
+              { partNumber: 2, etag: e2 },
+              { partNumber: 3, etag: `"${md5Hex(parts[2])}"` },
+            ],
+            /part 3 is missing/,
+          ],
         ];
         for (const [list, message] of refusals) {
           await assert.rejects(storage.completeMultipartUpload(key, uploadId, list), (err: Error) => {
@@ -400,7 +422,11 @@ export function storageContract(
         const small = [randomBytes(1000), randomBytes(500)];
         const etags = [await sendPart(key, uploadId, 1, small[0]), await sendPart(key, uploadId, 2, small[1])];
         await assert.rejects(
-          storage.completeMultipartUpload(key, uploadId, etags.map((etag, i) => ({ partNumber: i + 1, etag }))),
+          storage.completeMultipartUpload(
+            key,
+            uploadId,
+            etags.map((etag, i) => ({ partNumber: i + 1, etag })),
+          ),
           (err: Error) => err instanceof MultipartError && /part 1 is 1000 bytes/.test(err.message),
         );
         assert.equal(await storage.stat(key), null);
@@ -443,7 +469,11 @@ export function storageContract(
         for (const name of [...wholeObject.searchParams.keys()]) {
           if (/^(uploadid|partnumber)$/i.test(name)) wholeObject.searchParams.delete(name);
         }
-        for (const [what, bent] of [['tampered signature', tampered], ['other part', otherPart], ['whole object', wholeObject]] as const) {
+        for (const [what, bent] of [
+          ['tampered signature', tampered],
+          ['other part', otherPart],
+          ['whole object', wholeObject],
+        ] as const) {
           const res = await fetch(bent, { method: 'PUT', body: Buffer.from('sneaky!') });
           await res.arrayBuffer();
           assert.equal(res.status, 403, what);
@@ -474,7 +504,10 @@ export function storageContract(
         const exact = randomBytes(100);
         const res = await fetch(url, { method: 'PUT', body: exact });
         assert.equal(res.status, 200, await res.text());
-        assert.deepEqual((await storage.listParts(key, uploadId)).map((p) => p.size), [100]);
+        assert.deepEqual(
+          (await storage.listParts(key, uploadId)).map((p) => p.size),
+          [100],
+        );
         // An empty file's only part is signed for 0 bytes and accepts an empty body.
         const empty = await fetch(await storage.presignUploadPart(key, uploadId, 2, 600, 0), { method: 'PUT', body: Buffer.alloc(0) });
         assert.equal(empty.status, 200, await empty.text());
@@ -507,7 +540,10 @@ export function storageContract(
         const other = randomBytes(17 * 1024 * 1024);
         await storage.put(key, inChunks(other, 1 << 20), { size: other.length, contentType: 'application/octet-stream' });
         assert.deepEqual(await readAll(await storage.read(key)), other);
-        assert.deepEqual((await storage.listParts(key, uploadId)).map((p) => unquote(p.etag)), [md5Hex(part)]);
+        assert.deepEqual(
+          (await storage.listParts(key, uploadId)).map((p) => unquote(p.etag)),
+          [md5Hex(part)],
+        );
         await storage.completeMultipartUpload(key, uploadId, [{ partNumber: 1, etag }]);
         assert.deepEqual(await storage.stat(key), { size: 1000, contentType: 'video/mp4' });
         assert.deepEqual(await readAll(await storage.read(key)), part);
