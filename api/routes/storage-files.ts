@@ -13,7 +13,8 @@ import type { ByteRange } from '../../core/storage/storage.ts';
 import { MultipartError } from '../../core/storage/storage.ts';
 import { MAX_PART_BYTES } from '../../core/storage/multipart.ts';
 import { assertValidKey } from '../../core/storage/keys.ts';
-import { guessContentType, normalizeContentType } from '../../core/storage/content-types.ts';
+import { contentTypeForFileName } from '../../core/media/mime.ts';
+import { normalizeContentType } from '../../core/storage/content-types.ts';
 import { ObjectSizeMismatch } from '../../core/storage/storage.ts';
 import { PART_NUMBER_PARAM, UPLOAD_ID_PARAM } from '../../core/storage/local-storage.ts';
 import type { LocalStorage } from '../../core/storage/local-storage.ts';
@@ -101,7 +102,7 @@ async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: 
   const size = contentLength(c);
   if (size === null) return problem(c, 411, 'Content-Length is required');
   if (size > maxUploadBytes) return problem(c, 413, `File larger than ${maxUploadBytes} bytes`);
-  const contentType = normalizeContentType(c.req.header('content-type')) ?? guessContentType(key);
+  const contentType = normalizeContentType(c.req.header('content-type')) ?? contentTypeForFileName(key);
 
   const md5 = createHash('md5');
   try {

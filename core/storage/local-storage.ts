@@ -21,7 +21,8 @@ import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartN
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
 import { MAX_PRESIGN_TTL_SECONDS, MultipartError, ObjectSizeMismatch, StorageNotFound } from './storage.ts';
 import { assertValidKey, assertValidPrefix, encodeKeyForUrl, isPublicKey } from './keys.ts';
-import { guessContentType, normalizeContentType } from './content-types.ts';
+import { contentTypeForFileName } from '../media/mime.ts';
+import { normalizeContentType } from './content-types.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
 import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.ts';
 
@@ -432,7 +433,7 @@ export class LocalStorage implements Storage {
     } catch {
       // Missing or unreadable sidecar: fall back to the extension.
     }
-    return guessContentType(key);
+    return contentTypeForFileName(key);
   }
 
   /** rename() with its folder created; retried because delete() may prune that folder concurrently. */

@@ -8,7 +8,8 @@ import type { Readable } from 'node:stream';
 import { Client } from 'minio';
 import type { ClientOptions } from 'minio';
 import { assertValidKey, assertValidPrefix, encodeKeyForUrl } from './keys.ts';
-import { guessContentType, normalizeContentType } from './content-types.ts';
+import { contentTypeForFileName } from '../media/mime.ts';
+import { normalizeContentType } from './content-types.ts';
 import { MAX_PRESIGN_TTL_SECONDS, ObjectSizeMismatch } from './storage.ts';
 import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, MAX_PART_NUMBER } from './multipart.ts';
 import { awsEscape, presignS3Url } from './s3-presign.ts';
@@ -149,7 +150,7 @@ export class S3Storage implements Storage {
     try {
       const info = await this.#client.statObject(this.bucket, key);
       const stored = info.metaData['content-type'] as unknown;
-      const contentType = normalizeContentType(typeof stored === 'string' ? stored : null) ?? guessContentType(key);
+      const contentType = normalizeContentType(typeof stored === 'string' ? stored : null) ?? contentTypeForFileName(key);
       return { size: info.size, contentType };
     } catch (err) {
       if (MISSING_OBJECT.has(s3Code(err) ?? '')) return null;
