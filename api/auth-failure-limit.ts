@@ -53,7 +53,9 @@ export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandl
       const retryAfter = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
       return c.json(
         {
-          detail: `Too many failed API key attempts from your address (${opts.maxFailures} in ${opts.windowSeconds} s); retry after ${retryAfter} s`,
+          detail:
+            `Too many failed API key attempts from your address (${opts.maxFailures} in ${opts.windowSeconds} s); ` +
+            `retry after ${retryAfter} s`,
         },
         429,
         { 'retry-after': String(retryAfter) },

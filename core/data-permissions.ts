@@ -102,7 +102,8 @@ async function setMode(path: string, mode: number): Promise<void> {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return;
     throw new Error(
-      `cannot make ${path} private (mode ${mode.toString(8)}): ${code ?? (err as Error).message}; the service's user must own its data folders`,
+      `cannot make ${path} private (mode ${mode.toString(8)}): ${code ?? (err as Error).message}; ` +
+        "the service's user must own its data folders",
     );
   }
 }

@@ -33,37 +33,40 @@ async function loosen(root: string): Promise<void> {
   }
 }
 
-test('attack surface: database, stored files and keys are private after every start, storage and work outside the data folder too', async () => {
-  const outside = await mkdtemp(join(tmpdir(), 'ffop-outside-'));
-  const storageDir = join(outside, 'storage');
-  const workDir = join(outside, 'work');
-  const svc = await startService({ env: { FFOP_STORAGE_DIR: storageDir, FFOP_WORK_DIR: workDir } });
-  try {
-    const api = svc.client();
-    const init = await api.post('/v1/files/init-upload', { filename: 'secret.txt', size_bytes: 6, is_private: true });
-    const put = await fetch(init.body.upload_urls[0], { method: 'PUT', body: 'secret' });
-    assert.equal(put.status, 200);
-    const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, {
-      parts: [{ part_number: 1, etag: put.headers.get('etag') }],
-    });
-    assert.equal(done.status, 200, JSON.stringify(done.body));
+test(
+  'attack surface: database, stored files and keys are private after every start, ' + 'storage and work outside the data folder too',
+  async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'ffop-outside-'));
+    const storageDir = join(outside, 'storage');
+    const workDir = join(outside, 'work');
+    const svc = await startService({ env: { FFOP_STORAGE_DIR: storageDir, FFOP_WORK_DIR: workDir } });
+    try {
+      const api = svc.client();
+      const init = await api.post('/v1/files/init-upload', { filename: 'secret.txt', size_bytes: 6, is_private: true });
+      const put = await fetch(init.body.upload_urls[0], { method: 'PUT', body: 'secret' });
+      assert.equal(put.status, 200);
+      const done = await api.post(`/v1/files/${init.body.file_id}/complete-upload`, {
+        parts: [{ part_number: 1, etag: put.headers.get('etag') }],
+      });
+      assert.equal(done.status, 200, JSON.stringify(done.body));
 
-    // The database folder exists when the database is PGlite (the suite also runs on PostgreSQL).
-    const dataFolders = svc.service.database.driver === 'pglite' ? [join(svc.dataDir, 'db'), storageDir] : [storageDir];
-    for (const folder of dataFolders) assert.deepEqual(await notPrivate(folder), [], `${folder} after the first start`);
-    for (const path of [svc.dataDir, workDir]) assert.equal((await stat(path)).mode & 0o777, 0o700, path);
-    for (const name of ['signing-key', 'initial-api-key']) assert.equal((await stat(join(svc.dataDir, name))).mode & 0o777, 0o600, name);
+      // The database folder exists when the database is PGlite (the suite also runs on PostgreSQL).
+      const dataFolders = svc.service.database.driver === 'pglite' ? [join(svc.dataDir, 'db'), storageDir] : [storageDir];
+      for (const folder of dataFolders) assert.deepEqual(await notPrivate(folder), [], `${folder} after the first start`);
+      for (const path of [svc.dataDir, workDir]) assert.equal((await stat(path)).mode & 0o777, 0o700, path);
+      for (const name of ['signing-key', 'initial-api-key']) assert.equal((await stat(join(svc.dataDir, name))).mode & 0o777, 0o600, name);
 
-    await svc.stop();
-    for (const folder of [svc.dataDir, outside]) await loosen(folder);
-    await svc.restart();
+      await svc.stop();
+      for (const folder of [svc.dataDir, outside]) await loosen(folder);
+      await svc.restart();
 
-    for (const folder of dataFolders) assert.deepEqual(await notPrivate(folder), [], `${folder} after a restart`);
-    for (const path of [svc.dataDir, workDir]) assert.equal((await stat(path)).mode & 0o777, 0o700, path);
-    for (const name of ['signing-key', 'initial-api-key']) assert.equal((await stat(join(svc.dataDir, name))).mode & 0o777, 0o600, name);
-    assert.equal((await api.get(`/v1/files/${init.body.file_id}`)).status, 200, 'the service still works');
-  } finally {
-    await svc.close();
-    await rm(outside, { recursive: true, force: true });
-  }
-});
+      for (const folder of dataFolders) assert.deepEqual(await notPrivate(folder), [], `${folder} after a restart`);
+      for (const path of [svc.dataDir, workDir]) assert.equal((await stat(path)).mode & 0o777, 0o700, path);
+      for (const name of ['signing-key', 'initial-api-key']) assert.equal((await stat(join(svc.dataDir, name))).mode & 0o777, 0o600, name);
+      assert.equal((await api.get(`/v1/files/${init.body.file_id}`)).status, 200, 'the service still works');
+    } finally {
+      await svc.close();
+      await rm(outside, { recursive: true, force: true });
+    }
+  },
+);

@@ -48,7 +48,9 @@ describe('zip inputs, folders and playlists', () => {
     const api = svc.client();
     const id = await api.submit({
       ffmpeg_command:
-        '-f concat -i list.txt -i media/clip.mp4 -framerate 5 -i frames/img_%03d.png -map 0:v -c:v libx264 -preset ultrafast {{out_joined}} -map 1:v -frames:v 1 {{out_frame}} -map 2:v -c:v libx264 -preset ultrafast -pix_fmt yuv420p {{out_seq}}',
+        '-f concat -i list.txt -i media/clip.mp4 -framerate 5 -i frames/img_%03d.png ' +
+        '-map 0:v -c:v libx264 -preset ultrafast {{out_joined}} -map 1:v -frames:v 1 {{out_frame}} ' +
+        '-map 2:v -c:v libx264 -preset ultrafast -pix_fmt yuv420p {{out_seq}}',
       input_compressed_folder: `${media.url}/inputs.zip`,
       output_files: { out_joined: 'joined.mp4', out_frame: 'frame.png', out_seq: 'seq.mp4' },
     });
@@ -78,7 +80,8 @@ describe('zip inputs, folders and playlists', () => {
     const api = svc.client();
     const id = await api.submit({
       ffmpeg_command:
-        '-i {{in_1}} -c:v libx264 -preset ultrafast -g 25 -c:a aac -f hls -hls_time 1 -hls_list_size 0 -hls_segment_filename seg_%03d.ts playlist.m3u8',
+        '-i {{in_1}} -c:v libx264 -preset ultrafast -g 25 -c:a aac ' +
+        '-f hls -hls_time 1 -hls_list_size 0 -hls_segment_filename seg_%03d.ts playlist.m3u8',
       input_files: { in_1: `${media.url}/clip.mp4` },
       output_files: 'OUTPUT_FOLDER',
     });

@@ -51,7 +51,8 @@ describe('the commands real clients send', () => {
           'PlayResY: 240',
           '',
           '[V4+ Styles]',
-          'Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding',
+          'Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, ' +
+            'StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding',
           'Style: Default,DejaVu Sans,24,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1',
           '',
           '[Events]',
@@ -117,7 +118,8 @@ describe('the commands real clients send', () => {
   test('drawtext with a font input and escaped text inside -filter_complex', async () => {
     const record = await runToSuccess({
       ffmpeg_command:
-        '-i {{in_1}} -filter_complex "[0:v]drawtext=fontfile={{in_font}}:text=\'LEVEL\\: 3\':fontsize=42:x=10:y=10[v]" -map [v] -map 0:a {{out_1}}',
+        '-i {{in_1}} -filter_complex "[0:v]drawtext=fontfile={{in_font}}:text=\'LEVEL\\: 3\':fontsize=42:x=10:y=10[v]" ' +
+        '-map [v] -map 0:a {{out_1}}',
       input_files: { in_1: `${media.url}/video.mp4`, in_font: `${media.url}/brand.ttf` },
       output_files: { out_1: 'level.mp4' },
     });

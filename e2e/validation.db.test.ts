@@ -99,13 +99,11 @@ describe('request validation', () => {
       undefined,
       path,
     );
-    const ok = await svc
-      .client()
-      .post(path, {
-        ...chain,
-        ffmpeg_commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
-        output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
-      });
+    const ok = await svc.client().post(path, {
+      ...chain,
+      ffmpeg_commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
+      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
+    });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
   });
 
@@ -222,7 +220,8 @@ describe('hostile details found by fuzzing', () => {
     const proto = await api.request(
       'POST',
       '/v1/run-ffmpeg-command',
-      '{"ffmpeg_command":"-i {{in_1}} {{out_1}}","input_files":{"in_1":"https://example.com/a.mp4"},"output_files":{"out_1":"o.mp4","__proto__":"x.mp4"}}',
+      '{"ffmpeg_command":"-i {{in_1}} {{out_1}}","input_files":{"in_1":"https://example.com/a.mp4"},' +
+        '"output_files":{"out_1":"o.mp4","__proto__":"x.mp4"}}',
     );
     assert.equal(proto.status, 422);
     assert.deepEqual(proto.body.detail[0].loc, ['body', 'output_files', '__proto__']);

@@ -291,7 +291,9 @@ export class KubernetesBackend implements JobBackend {
     if (reason === 'DeadlineExceeded') {
       return {
         errorStatus: ErrorStatus.DEADLINE_EXCEEDED,
-        errorMessage: `the step's Job ran longer than its deadline of ${job.spec?.activeDeadlineSeconds} s (downloads, ffmpeg and uploads together) and was stopped`,
+        errorMessage:
+          `the step's Job ran longer than its deadline of ${job.spec?.activeDeadlineSeconds} s ` +
+          '(downloads, ffmpeg and uploads together) and was stopped',
       };
     }
     let detail = message ?? reason ?? type;
@@ -305,11 +307,15 @@ export class KubernetesBackend implements JobBackend {
         const limit = job.spec?.template.spec?.containers[0]?.resources?.limits?.memory;
         return {
           errorStatus: ErrorStatus.FFMPEG_FAILED,
-          errorMessage: `the step went over its memory limit of ${limit} (the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT) and its runner was killed`,
+          errorMessage:
+            `the step went over its memory limit of ${limit} ` +
+            "(the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT) and its runner was killed",
         };
       }
       if (terminated)
-        detail = `the runner exited with code ${terminated.exitCode}${terminated.message ? `: ${terminated.message.trim().slice(-1000)}` : ''}`;
+        detail =
+          `the runner exited with code ${terminated.exitCode}` +
+          `${terminated.message ? `: ${terminated.message.trim().slice(-1000)}` : ''}`;
     } catch {
       /* keep the Job's own words */
     }

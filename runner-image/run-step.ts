@@ -103,7 +103,8 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       if (o.podMemoryLimit && ((await oomKillCount()) ?? 0) > (oomKillsBefore ?? Infinity)) {
         throw new StepFailure(
           ErrorStatus.FFMPEG_FAILED,
-          `ffmpeg was killed for going over the step's memory limit of ${o.podMemoryLimit} (the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT): ${ffmpegErrorText(run.stderrTail)}`,
+          `ffmpeg was killed for going over the step's memory limit of ${o.podMemoryLimit} ` +
+            `(the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT): ${ffmpegErrorText(run.stderrTail)}`,
         );
       }
       throw new StepFailure(

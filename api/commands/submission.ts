@@ -30,7 +30,8 @@ function checkPlan(caller: Caller, req: Common): number {
   }
   if (req.max_command_run_seconds > plan.maxCommandRunSeconds) {
     throw new PlanForbids(
-      `max_command_run_seconds ${req.max_command_run_seconds} exceeds the maximum of ${plan.maxCommandRunSeconds} s of your plan (${plan.name})`,
+      `max_command_run_seconds ${req.max_command_run_seconds} exceeds the maximum of ${plan.maxCommandRunSeconds} s ` +
+        `of your plan (${plan.name})`,
     );
   }
   if (req.is_private && !plan.privateFiles) {
@@ -105,7 +106,8 @@ function checkOutputsUsed(req: Common, steps: ParsedCommand[], loc: (string | nu
   if (unused.length > 0) {
     throw invalid(
       loc,
-      `Value error, ${unused.join(', ')} ${unused.length > 1 ? 'are' : 'is'} declared in output_files but not written by the command; use {{${unused[0]}}} as an output file`,
+      `Value error, ${unused.join(', ')} ${unused.length > 1 ? 'are' : 'is'} declared in output_files but not written by the command; ` +
+        `use {{${unused[0]}}} as an output file`,
     );
   }
 }

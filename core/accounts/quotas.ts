@@ -31,7 +31,8 @@ export class Quotas {
     const quota = account.plan.storageQuotaBytes;
     if (used + extraBytes > quota || (extraBytes === 0 && used >= quota)) {
       throw new QuotaExceeded(
-        `storage quota exceeded: ${gb(used)} used${extraBytes ? ` + ${gb(extraBytes)} requested` : ''} of ${gb(quota)} on your plan (${account.plan.name}); delete files to make room`,
+        `storage quota exceeded: ${gb(used)} used${extraBytes ? ` + ${gb(extraBytes)} requested` : ''} of ${gb(quota)} ` +
+          `on your plan (${account.plan.name}); delete files to make room`,
       );
     }
   }

@@ -94,7 +94,8 @@ async function checkArchive(zip: yauzl.ZipFile, destDir: string, limits: UnzipLi
   }
   if (totalBytes > RATIO_THRESHOLD_BYTES && totalBytes / Math.max(1, archiveBytes) > limits.maxRatio) {
     throw new ArchiveRefused(
-      `zip archive inflates ${archiveBytes} bytes to ${totalBytes}: the whole archive's compression ratio is above ${limits.maxRatio}; refused as a zip bomb`,
+      `zip archive inflates ${archiveBytes} bytes to ${totalBytes}: ` +
+        `the whole archive's compression ratio is above ${limits.maxRatio}; refused as a zip bomb`,
     );
   }
   await refuseOverlaps(zip, entries);

@@ -161,7 +161,8 @@ const CORPUS: { graph: string; as: RunAs; maps?: string[] }[] = [
   { graph: "drawtext=text='Test Text':fontsize=24:x=(w-text_w)/2:y=(h-text_h)/2", as: 'vf' },
   {
     graph:
-      "drawtext=fontfile=font.ttf:text='Hello World':fontcolor=white:fontsize=24:box=1:boxcolor=black@0.5:boxborderw=5:x=(w-text_w)/2:y=(h-text_h)/2",
+      "drawtext=fontfile=font.ttf:text='Hello World':fontcolor=white:fontsize=24:box=1:boxcolor=black@0.5:boxborderw=5:" +
+      'x=(w-text_w)/2:y=(h-text_h)/2',
     as: 'vf',
   },
   { graph: String.raw`drawtext=text=this is a \\\'string\\\'\\: may contain one\, or more\, special characters`, as: 'vf' },

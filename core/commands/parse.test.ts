@@ -571,7 +571,8 @@ describe('accepted commands run with the real ffmpeg', () => {
     },
     {
       command:
-        "-i {{in_1}} -vf \"subtitles='{{in_srt}}':force_style='Fontsize=24,PrimaryColour=&H0000ff&'\" -c:v libx264 -preset ultrafast -an {{out_1}}",
+        "-i {{in_1}} -vf \"subtitles='{{in_srt}}':force_style='Fontsize=24,PrimaryColour=&H0000ff&'\" " +
+        '-c:v libx264 -preset ultrafast -an {{out_1}}',
       files: { ...inputs, ...placed, out_1: 'styled.mp4' },
       expect: ['styled.mp4'],
       opts: withPlaced,
@@ -580,7 +581,8 @@ describe('accepted commands run with the real ffmpeg', () => {
     {
       // Rendi's fonts from a zip: everything in the working folder, fontsdir=.
       command:
-        '-i clip.mkv -vf "subtitles=subs.ass:fontsdir=.:force_style=\'FontName=DejaVu Sans,Fontsize=20\'" -map 0:v -map 0:a -c:v libx264 -preset ultrafast {{out_1}}',
+        '-i clip.mkv -vf "subtitles=subs.ass:fontsdir=.:force_style=\'FontName=DejaVu Sans,Fontsize=20\'" ' +
+        '-map 0:v -map 0:a -c:v libx264 -preset ultrafast {{out_1}}',
       files: { out_1: 'zip.mp4' },
       expect: ['zip.mp4'],
       setup: fromFixtures('clip.mkv', 'subs.ass', 'font.ttf'),
@@ -653,7 +655,8 @@ describe('accepted commands run with the real ffmpeg', () => {
     },
     {
       command:
-        '-ss 0.2 -t 0.5 -i {{in_1}} -vf "fps=5,scale=32:-2:flags=lanczos,split[s0][s1];[s0]palettegen[p];[s1][p]paletteuse" -loop 0 {{out_1}}',
+        '-ss 0.2 -t 0.5 -i {{in_1}} -vf "fps=5,scale=32:-2:flags=lanczos,split[s0][s1];[s0]palettegen[p];[s1][p]paletteuse" ' +
+        '-loop 0 {{out_1}}',
       files: { ...inputs, out_1: 'out.gif' },
       expect: ['out.gif'],
     },
@@ -699,7 +702,8 @@ describe('accepted commands run with the real ffmpeg', () => {
     },
     {
       command:
-        '-framerate 5 -start_number 1 -i frames/f_%03d.png -pattern_type glob -framerate 5 -i "frames/*.png" -map 0 {{out_1}} -map 1 {{out_2}}',
+        '-framerate 5 -start_number 1 -i frames/f_%03d.png -pattern_type glob -framerate 5 -i "frames/*.png" ' +
+        '-map 0 {{out_1}} -map 1 {{out_2}}',
       files: { ...inputs, out_1: 'seq.mkv', out_2: 'glob.mkv' },
       expect: ['seq.mkv', 'glob.mkv'],
       setup: makeFrames,

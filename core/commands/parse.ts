@@ -305,7 +305,8 @@ class CommandSorter {
     if (!outputAliases.has(alias)) {
       if (this.opts.outputFolder) {
         throw new CommandRejected(
-          `{{${alias}}} is used in ffmpeg_command, but output_files is OUTPUT_FOLDER: write output files as plain relative names such as video.mp4`,
+          `{{${alias}}} is used in ffmpeg_command, but output_files is OUTPUT_FOLDER: ` +
+            'write output files as plain relative names such as video.mp4',
         );
       }
       throw new CommandRejected(undeclaredMessage(alias));

@@ -95,7 +95,8 @@ describe('placeholders in filtergraphs read back exactly in the real ffmpeg', ()
       const read = loggedSettings(stderr).map((setting) => setting.value);
       if (JSON.stringify(read) !== JSON.stringify(values)) {
         problems.push(
-          `${JSON.stringify(path)} in ${template} -> ${graph}\n  ffmpeg read ${JSON.stringify(read)}\n  expected    ${JSON.stringify(values)}`,
+          `${JSON.stringify(path)} in ${template} -> ${graph}\n` +
+            `  ffmpeg read ${JSON.stringify(read)}\n  expected    ${JSON.stringify(values)}`,
         );
       }
     });

@@ -81,7 +81,8 @@ describe('bubblewrap confinement', () => {
 
   test('it sees its own folder and read-only system paths, nothing else', async () => {
     const out = await sh(
-      `cat mine.txt; ls /; cat ${canaryDir}/public.txt ${canaryDir}/private.txt; echo x > /usr/evil; echo made > out.txt; ln -s /etc/shadow link.txt; ln mine.txt hard.txt`,
+      `cat mine.txt; ls /; cat ${canaryDir}/public.txt ${canaryDir}/private.txt; echo x > /usr/evil; ` +
+        'echo made > out.txt; ln -s /etc/shadow link.txt; ln mine.txt hard.txt',
     );
     assert.match(out.stdout, /my own input/);
     const top = out.stdout
@@ -125,7 +126,8 @@ describe('bubblewrap confinement', () => {
       const { port } = server.address() as AddressInfo;
       const out = await run(confinement, folder, uid, '/usr/bin/python3', [
         '-c',
-        `import socket\ntry:\n  socket.create_connection(('127.0.0.1', ${port}), timeout=3); print('connected')\nexcept OSError as e:\n  print('refused', e)`,
+        `import socket\ntry:\n  socket.create_connection(('127.0.0.1', ${port}), timeout=3); print('connected')\n` +
+          "except OSError as e:\n  print('refused', e)",
       ]);
       assert.match(out.stdout, /refused/);
       // Control: the same program unconfined connects.

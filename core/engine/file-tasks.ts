@@ -112,7 +112,9 @@ export class FileTasks {
       const moved = await this.o.files.transition(f.id, FileStatus.QUEUED, {
         status: FileStatus.FAILED,
         errorStatus: ErrorStatus.UPLOAD_EXPIRED,
-        errorMessage: `the upload was neither completed nor aborted within ${Math.round((this.o.abandonedUploadSeconds / 86400) * 10) / 10} days; its parts were discarded`,
+        errorMessage:
+          `the upload was neither completed nor aborted within ${Math.round((this.o.abandonedUploadSeconds / 86400) * 10) / 10} days; ` +
+          'its parts were discarded',
       });
       if (moved) {
         await this.o.storage.abortMultipartUpload(f.storageKey, f.uploadId!);

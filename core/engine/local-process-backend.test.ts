@@ -58,7 +58,8 @@ async function runnerPids(workRoot: string): Promise<number[]> {
 }
 
 for (const warmRunner of [false, true]) {
-  test(`jobs one after another: ${warmRunner ? 'warm runners work on them, no process is started per job' : 'a runner process each'}`, async () => {
+  const runners = warmRunner ? 'warm runners work on them, no process is started per job' : 'a runner process each';
+  test(`jobs one after another: ${runners}`, async () => {
     const f = await localBackendFixture(warmRunner);
     const events = collector(f.backend);
     const seen = new Set<number>();

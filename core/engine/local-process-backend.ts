@@ -182,7 +182,9 @@ export class LocalProcessBackend implements JobBackend {
         type: 'result',
         ok: false,
         errorStatus: ErrorStatus.DEADLINE_EXCEEDED,
-        errorMessage: `the step ran longer than its deadline of ${request.deadlineSeconds} s (downloads, ffmpeg and uploads together) and was stopped`,
+        errorMessage:
+          `the step ran longer than its deadline of ${request.deadlineSeconds} s ` +
+          '(downloads, ffmpeg and uploads together) and was stopped',
         ffmpegSeconds: null,
         inputBytes: 0,
       });

@@ -72,7 +72,10 @@ export async function storageKeyOfUrl(storage: Storage, url: string): Promise<st
 export async function invalidStorageUrl(storage: Storage, url: string): Promise<string | null> {
   const found = await classifyStorageUrl(storage, url);
   if (found.kind !== 'invalid') return null;
-  return `Value error, this is a storage URL of this service but its path names no valid file (${found.reason}); use the storage_url exactly as the service returned it`;
+  return (
+    `Value error, this is a storage URL of this service but its path names no valid file (${found.reason}); ` +
+    'use the storage_url exactly as the service returned it'
+  );
 }
 
 /** An account reads its own files, public or private, and anyone's public files. */

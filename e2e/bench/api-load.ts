@@ -110,7 +110,9 @@ try {
       const baseline = await wrk(`${bare.url}/v1/commands/${id}`, connections, svc.key);
       if (service.non2xx) console.log(`# ${service.non2xx} answers were not 200 and are not counted`);
       console.log(
-        `| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} | ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} | ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`,
+        `| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} ` +
+          `| ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} ` +
+          `| ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`,
       );
       pollRows.push({
         what: `GET /v1/commands/{id}, wrk at ${connections} connections (${database})`,
@@ -170,14 +172,18 @@ try {
   console.log(`| submits per second | ${(1000 / burstSeconds).toFixed(1)} |`);
   console.log(`| submit latency p50 / p99 | ${quantile(submitMs, 0.5).toFixed(0)} ms / ${quantile(submitMs, 0.99).toFixed(0)} ms |`);
   console.log(
-    `| polls meanwhile p50 / p99 (${pollMs.length} polls) | ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`,
+    `| polls meanwhile p50 / p99 (${pollMs.length} polls) ` +
+      `| ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`,
   );
   console.log(
-    `| service RSS idle / with 1,000 waiting (peak while submitting) | ${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (${peakRss.toFixed(0)} MiB) |`,
+    `| service RSS idle / with 1,000 waiting (peak while submitting) ` +
+      `| ${idleRss.toFixed(0)} MiB / ${queuedRss.toFixed(0)} MiB (${peakRss.toFixed(0)} MiB) |`,
   );
   reportRow({
     what: `1,000 submits from 20 clients at once, polls meanwhile (${database})`,
-    service: `${(1000 / burstSeconds).toFixed(0)} submits/s, submit p50 ${quantile(submitMs, 0.5).toFixed(0)} ms, p99 ${quantile(submitMs, 0.99).toFixed(0)} ms; polls p99 ${quantile(pollMs, 0.99).toFixed(0)} ms`,
+    service:
+      `${(1000 / burstSeconds).toFixed(0)} submits/s, submit p50 ${quantile(submitMs, 0.5).toFixed(0)} ms, ` +
+      `p99 ${quantile(submitMs, 0.99).toFixed(0)} ms; polls p99 ${quantile(pollMs, 0.99).toFixed(0)} ms`,
     baseline: '-',
     ratio: '-',
     goal: '>= 200 submits/s, submit p99 <= 100 ms, poll p99 <= 20 ms',

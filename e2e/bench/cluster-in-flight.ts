@@ -139,8 +139,9 @@ export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOpti
   });
 
   return [
-    `${o.count} commands (${CHEAP_COMMAND.ffmpeg_command}, vcpu_count 1) submitted at once in ${burstSeconds.toFixed(1)} s; all ended after ${allSeconds.toFixed(0)} s ` +
-      `(${(o.count / allSeconds).toFixed(1)} commands/s); ${failed.length} failed${failed.length ? ` (first: ${t(failed[0]).failed})` : ''}. ` +
+    `${o.count} commands (${CHEAP_COMMAND.ffmpeg_command}, vcpu_count 1) submitted at once in ${burstSeconds.toFixed(1)} s; ` +
+      `all ended after ${allSeconds.toFixed(0)} s (${(o.count / allSeconds).toFixed(1)} commands/s); ` +
+      `${failed.length} failed${failed.length ? ` (first: ${t(failed[0]).failed})` : ''}. ` +
       `The account's plan allows ${o.maxVcpus} vCPUs: at most ${o.maxVcpus} Jobs at a time, the rest wait QUEUED in the operator.`,
     '',
     `| cluster mode, ${o.count} commands in flight, plan max ${o.maxVcpus} vCPUs | p50 | p95 | max | n |`,
@@ -162,12 +163,16 @@ export async function benchCommandsInFlight(svc: ClusterService, o: InFlightOpti
     row('pod exit observed -> Job Complete observed (the Job controller, for comparison)', between('podExited', 'jobComplete')),
     '',
     `Measured from: submit = just before the POST is sent; Job created = the Job's ADDED event on this process's list+watch of Jobs; ` +
-      `pod exit = the first pod watch event with the container terminated (the node agent's status report); Job Complete = the first Job watch event with ` +
-      `condition Complete=True (status.completionTime has 1 s resolution); result stored = job_events.created_at of the runner's result (read every 20 ms); ` +
-      `SUCCESS visible = the first GET /v1/commands/:id answering SUCCESS, polled every 20 ms only from the first of those three end signals ` +
+      `pod exit = the first pod watch event with the container terminated (the node agent's status report); ` +
+      `Job Complete = the first Job watch event with condition Complete=True (status.completionTime has 1 s resolution); ` +
+      `result stored = job_events.created_at of the runner's result (read every 20 ms); ` +
+      `SUCCESS visible = the first GET /v1/commands/:id answering SUCCESS, ` +
+      `polled every 20 ms only from the first of those three end signals ` +
       `(${timeline.polls()} polls in all; ${atFirstPoll} commands were SUCCESS at their first poll, so their figure is an upper bound). ` +
-      `The runner reports its result before it exits, so the operator can record SUCCESS before the pod's exit or the Job's Complete is seen; ` +
-      `it deletes the Job once the result is recorded, mostly before the Job controller marks it Complete, hence the few Job Complete figures. ` +
+      `The runner reports its result before it exits, ` +
+      `so the operator can record SUCCESS before the pod's exit or the Job's Complete is seen; ` +
+      `it deletes the Job once the result is recorded, mostly before the Job controller marks it Complete, ` +
+      `hence the few Job Complete figures. ` +
       `The API, the operator and these observers share one Node process (the fixture), so they share its event loop.`,
   ];
 }

@@ -82,14 +82,19 @@ export async function benchOperatorMemory(svc: ClusterService, o: { objects: num
       goal: '<= 150 MB',
     });
     return [
-      `Operator process (node dist/operator/main.js, ${process.version}; V8 heap from a preloaded e2e/bench/memory-reporter.mjs) VmRSS; ${o.objects} finished FfmpegCommands of about ${bytes} bytes of JSON each, ` +
-        `created in ${createSeconds.toFixed(0)} s (create + status, ${CONCURRENCY} at a time). "Settled" = RSS moved less than 1 MB over 5 s, at least 10 s after leading.`,
+      `Operator process (node dist/operator/main.js, ${process.version}; ` +
+        `V8 heap from a preloaded e2e/bench/memory-reporter.mjs) VmRSS; ` +
+        `${o.objects} finished FfmpegCommands of about ${bytes} bytes of JSON each, ` +
+        `created in ${createSeconds.toFixed(0)} s (create + status, ${CONCURRENCY} at a time). ` +
+        `"Settled" = RSS moved less than 1 MB over 5 s, at least 10 s after leading.`,
       '',
       `| cluster mode: operator memory (own process) | VmRSS settled | V8 heap used then | peak RSS |`,
       '|---|---|---|---|',
       `| idle: no FfmpegCommand | ${mb(idle.rssMB)} | ${mb(idle.heapUsedMB)} | ${mb(idle.peakMB)} (VmHWM) |`,
-      `| while ${o.objects} FfmpegCommands are created (watch events), then settled | ${mb(arrived.rssMB)} | ${mb(arrived.heapUsedMB)} | ${mb(arrivingPeak)} (highest sample) |`,
-      `| restarted with ${o.objects} FfmpegCommands (initial list; leading after ${leadSeconds.toFixed(1)} s) | ${mb(restarted.rssMB)} | ${mb(restarted.heapUsedMB)} | ${mb(restarted.peakMB)} (VmHWM) |`,
+      `| while ${o.objects} FfmpegCommands are created (watch events), then settled ` +
+        `| ${mb(arrived.rssMB)} | ${mb(arrived.heapUsedMB)} | ${mb(arrivingPeak)} (highest sample) |`,
+      `| restarted with ${o.objects} FfmpegCommands (initial list; leading after ${leadSeconds.toFixed(1)} s) ` +
+        `| ${mb(restarted.rssMB)} | ${mb(restarted.heapUsedMB)} | ${mb(restarted.peakMB)} (VmHWM) |`,
     ];
   } finally {
     await op?.stop();

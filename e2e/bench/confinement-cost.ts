@@ -65,7 +65,8 @@ for (const program of ['ffmpeg', 'ffprobe']) {
   const confined = median(samples[`${program} bwrap`]);
   const unconfined = median(samples[`${program} plain`]);
   console.log(
-    `  ${program.padEnd(8)} confined ${confined.toFixed(1)} ms, unconfined ${unconfined.toFixed(1)} ms, cost ${(confined - unconfined).toFixed(1)} ms`,
+    `  ${program.padEnd(8)} confined ${confined.toFixed(1)} ms, unconfined ${unconfined.toFixed(1)} ms, ` +
+      `cost ${(confined - unconfined).toFixed(1)} ms`,
   );
 }
 console.log(`  ffmpeg: ffmpeg ${encode.join(' ')}`);

@@ -73,7 +73,8 @@ try {
   const service = await serviceAll(new ApiClient(svc.url, svc.key));
   console.log(
     `${count} ${workload} commands queued at once: service ${service.toFixed(1)} s (${(count / service).toFixed(1)} per s), ` +
-      `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ratio ${(service / direct).toFixed(2)}x`,
+      `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ` +
+      `ratio ${(service / direct).toFixed(2)}x`,
   );
   reportRow(
     media

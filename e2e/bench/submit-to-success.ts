@@ -67,7 +67,9 @@ try {
   }
   const [md, ms] = [median(d), median(s)];
   console.log(
-    `${compiled ? 'compiled service' : 'service from sources (tsx)'}: submit -> SUCCESS (20 ms polls), median of ${runs}: service ${ms.toFixed(0)} ms, direct ffmpeg + ffprobe ${md.toFixed(0)} ms, overhead ${(ms - md).toFixed(0)} ms (${(ms / md).toFixed(2)}x)`,
+    `${compiled ? 'compiled service' : 'service from sources (tsx)'}: submit -> SUCCESS (20 ms polls), median of ${runs}: ` +
+      `service ${ms.toFixed(0)} ms, direct ffmpeg + ffprobe ${md.toFixed(0)} ms, ` +
+      `overhead ${(ms - md).toFixed(0)} ms (${(ms / md).toFixed(2)}x)`,
   );
   console.log(`  service runs: ${s.map((x) => x.toFixed(0)).join(', ')} ms; direct runs: ${d.map((x) => x.toFixed(0)).join(', ')} ms`);
   reportRow({

@@ -43,7 +43,10 @@ export interface Cluster {
   stateDir: string;
   /** The KEY=value lines start.sh wrote to <stateDir>/env. */
   env: Record<string, string>;
-  /** Server-side applies every document of a YAML file (path) or text; namespaced objects without a namespace go into the test namespace. */
+  /**
+   * Server-side applies every document of a YAML file (path) or text; namespaced objects without a
+   * namespace go into the test namespace.
+   */
   applyYaml(pathOrText: string): Promise<KubernetesObject[]>;
   /** Runs kubectl as cluster-admin, defaulting to the test namespace; never throws on a non-zero exit. */
   kubectl(args: string[], input?: string): Promise<ProcessResult>;

@@ -180,7 +180,8 @@ describe('node agent (kubelet stand-in) on a real control plane', () => {
   test('a process that ignores SIGTERM is killed after the grace period', async () => {
     const name = 'stubborn-pod';
     const ready = join(tmp, 'stubborn-ready');
-    const script = `process.on('SIGTERM', () => {}); require('fs').writeFileSync(${JSON.stringify(ready)}, 'x'); setInterval(() => {}, 1000);`;
+    const script =
+      `process.on('SIGTERM', () => {}); require('fs').writeFileSync(${JSON.stringify(ready)}, 'x'); ` + 'setInterval(() => {}, 1000);';
     await core.createNamespacedPod({
       namespace: cluster.namespace,
       body: { metadata: { name }, spec: { ...runnerPodSpec(script), terminationGracePeriodSeconds: 1 } },

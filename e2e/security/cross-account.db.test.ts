@@ -110,7 +110,8 @@ describe("security: a running command cannot read or delete another account's fi
     });
     const deleteId = await attacker.submit({
       ffmpeg_command:
-        '-f lavfi -i testsrc=size=32x24:rate=10:duration=3 -c:v libx264 -preset ultrafast -g 10 -f hls -hls_time 1 -hls_list_size 1 -hls_flags append_list+delete_segments live.m3u8',
+        '-f lavfi -i testsrc=size=32x24:rate=10:duration=3 -c:v libx264 -preset ultrafast -g 10 ' +
+        '-f hls -hls_time 1 -hls_list_size 1 -hls_flags append_list+delete_segments live.m3u8',
       input_compressed_folder: `${media.url}/delete.zip`,
       output_files: 'OUTPUT_FOLDER',
       vcpu_count: 1,

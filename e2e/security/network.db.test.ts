@@ -74,38 +74,42 @@ describe('security: nothing reaches a loopback listener that is not on the allow
     controlConnections = forbidden.connections();
   });
 
-  test('attack: the listener as an input, a zip input, a stored file, and behind a redirect from the allowed server: FORBIDDEN_INPUT_ADDRESS', async (t) => {
-    const direct = `${forbidden.url}/video.mp4`;
-    const redirected = `${media.url}/video.mp4?redirect_to=${encodeURIComponent(direct)}`;
-    for (const url of [direct, redirected]) {
-      const input = await runCommand(attacker, {
-        ffmpeg_command: '-i {{in_1}} -c copy {{out_1}}',
-        input_files: { in_1: url },
-        output_files: { out_1: 'o.mp4' },
-      });
-      const zip = await runCommand(attacker, {
-        ffmpeg_command: '-i video.mp4 -c copy {{out_1}}',
-        input_compressed_folder: url,
-        output_files: { out_1: 'o.mp4' },
-      });
-      const stored = await waitForFile(attacker, (await attacker.post('/v1/files/store-file', { file_url: url })).body.file_id);
-      for (const [what, record, message] of [
-        ['input', input, input.error_message],
-        ['zip', zip, zip.error_message],
-        ['store-file', stored, stored.external_error_message],
-      ]) {
-        t.diagnostic(`${what} ${url === direct ? 'direct' : 'redirect'}: ${record.status} ${record.error_status} ${message}`);
-        assert.equal(record.status, 'FAILED', `${what} ${url}: ${JSON.stringify(record)}`);
-        assert.equal(record.error_status, 'FORBIDDEN_INPUT_ADDRESS', `${what} ${url}: ${JSON.stringify(record)}`);
-        assert.match(message, /127\.0\.0\.1/);
+  test(
+    'attack: the listener as an input, a zip input, a stored file, ' +
+      'and behind a redirect from the allowed server: FORBIDDEN_INPUT_ADDRESS',
+    async (t) => {
+      const direct = `${forbidden.url}/video.mp4`;
+      const redirected = `${media.url}/video.mp4?redirect_to=${encodeURIComponent(direct)}`;
+      for (const url of [direct, redirected]) {
+        const input = await runCommand(attacker, {
+          ffmpeg_command: '-i {{in_1}} -c copy {{out_1}}',
+          input_files: { in_1: url },
+          output_files: { out_1: 'o.mp4' },
+        });
+        const zip = await runCommand(attacker, {
+          ffmpeg_command: '-i video.mp4 -c copy {{out_1}}',
+          input_compressed_folder: url,
+          output_files: { out_1: 'o.mp4' },
+        });
+        const stored = await waitForFile(attacker, (await attacker.post('/v1/files/store-file', { file_url: url })).body.file_id);
+        for (const [what, record, message] of [
+          ['input', input, input.error_message],
+          ['zip', zip, zip.error_message],
+          ['store-file', stored, stored.external_error_message],
+        ]) {
+          t.diagnostic(`${what} ${url === direct ? 'direct' : 'redirect'}: ${record.status} ${record.error_status} ${message}`);
+          assert.equal(record.status, 'FAILED', `${what} ${url}: ${JSON.stringify(record)}`);
+          assert.equal(record.error_status, 'FORBIDDEN_INPUT_ADDRESS', `${what} ${url}: ${JSON.stringify(record)}`);
+          assert.match(message, /127\.0\.0\.1/);
+        }
       }
-    }
-    assert.ok(
-      media.requests.some((r) => r.includes('redirect_to')),
-      'the redirect was followed to its second hop',
-    );
-    assert.equal(forbidden.connections(), controlConnections, 'the listener was reached');
-  });
+      assert.ok(
+        media.requests.some((r) => r.includes('redirect_to')),
+        'the redirect was followed to its second hop',
+      );
+      assert.equal(forbidden.connections(), controlConnections, 'the listener was reached');
+    },
+  );
 
   test('attack: http:// and tcp:// inputs on the command line are refused with 422', async () => {
     for (const target of [`${forbidden.url}/video.mp4`, `tcp://127.0.0.1:${forbidden.port}`]) {

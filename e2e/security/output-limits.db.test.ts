@@ -18,7 +18,9 @@ const framesCommand = (frames: number) => ({
 
 /** An HLS playlist with about one segment per frame at 10 frames a second. */
 const playlistCommand = (seconds: number) => ({
-  ffmpeg_command: `-f lavfi -i testsrc=size=32x24:rate=10:duration=${seconds} -c:v libx264 -preset ultrafast -g 1 -f hls -hls_time 0.1 -hls_list_size 0 {{out_playlist_x}}`,
+  ffmpeg_command:
+    `-f lavfi -i testsrc=size=32x24:rate=10:duration=${seconds} -c:v libx264 -preset ultrafast -g 1 ` +
+    '-f hls -hls_time 0.1 -hls_list_size 0 {{out_playlist_x}}',
   output_files: { out_playlist_x: 'index.m3u8' },
 });
 

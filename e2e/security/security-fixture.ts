@@ -128,8 +128,10 @@ export function hlsMasterPlaylist(variants: string[]): string {
 
 /** A static DASH manifest with one representation read from `baseUrl`. */
 export function dashManifest(baseUrl: string): string {
-  return `<?xml version="1.0" encoding="utf-8"?>
-<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-on-demand:2011" type="static" mediaPresentationDuration="PT1S" minBufferTime="PT1S">
+  return (
+    `<?xml version="1.0" encoding="utf-8"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-on-demand:2011" type="static" ` +
+    `mediaPresentationDuration="PT1S" minBufferTime="PT1S">
   <Period>
     <AdaptationSet mimeType="video/mp4">
       <Representation id="1" bandwidth="100000">
@@ -138,7 +140,8 @@ export function dashManifest(baseUrl: string): string {
     </AdaptationSet>
   </Period>
 </MPD>
-`;
+`
+  );
 }
 
 /** Writes a zip holding `entries` (name -> text or bytes) to `zipPath`. */
