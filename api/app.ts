@@ -1,5 +1,6 @@
 // The HTTP app factory: everything it needs is passed in, so tests build it without a socket.
-import { Hono } from 'hono';
+import { PlanRefusal } from '../core/accounts/plan-refusal.ts';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
@@ -14,6 +15,7 @@ import { requireApiKey, type AppEnv } from './auth.ts';
 import { commandRoutes, type CommandRoutesDeps } from './routes/commands.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { RequestInvalid } from './validation.ts';
+import { allowedMethods, answerUnroutedMethod, methodGuard } from './routes/allowed-methods.ts';
 
 export interface AppDeps {
   accounts: AccountsRepo;
@@ -29,9 +31,9 @@ export interface AppDeps {
   logger: Logger;
   clock?: () => Date;
   /** Serves stored files (local storage backend only). */
-  storageRoutes?: Hono<any>;
+  storageRoutes?: Hono;
   /** Cluster mode: where runner pods report their events. */
-  jobEventRoutes?: Hono<any>;
+  jobEventRoutes?: Hono;
   /** Readiness: resolves when the database answers. */
   ready?: () => Promise<boolean>;
   maxBodyBytes?: number;
@@ -41,33 +43,19 @@ export interface AppDeps {
   trustedProxies?: readonly string[];
 }
 
-function routePattern(path: string): RegExp {
-  const source = path
-    .split('/')
-    .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-    .join('/');
-  return new RegExp(`^${source}$`);
-}
-
 export function createApp(d: AppDeps): Hono {
   const clock = d.clock ?? (() => new Date());
   const app = new Hono();
 
   app.onError((err, c) => {
     if (err instanceof RequestInvalid) return c.json({ detail: err.detail }, 422);
+    if (err instanceof PlanRefusal) return c.json({ detail: err.message }, 403);
     d.logger.error({ err, path: c.req.path, method: c.req.method }, 'request failed');
     return c.json({ detail: 'Internal Server Error' }, 500);
   });
-  // As FastAPI: a known path with another method is 405 with Allow, an unknown path 404.
-  let routes: { method: string; pattern: RegExp }[] | null = null;
-  app.notFound((c) => {
-    routes ??= app.routes
-      .filter((r) => r.method !== 'ALL')
-      .map((r) => ({ method: r.method, pattern: routePattern(r.path) }));
-    const allowed = [...new Set(routes.filter((r) => r.pattern.test(c.req.path)).map((r) => r.method))];
-    if (allowed.length > 0) return c.json({ detail: 'Method Not Allowed' }, 405, { allow: allowed.join(', ') });
-    return c.json({ detail: 'Not Found' }, 404);
-  });
+  // A known path answers OPTIONS with 204 and Allow, another method with 405 and Allow; an unknown path 404.
+  const allowOf = allowedMethods(() => app.routes);
+  app.notFound((c) => answerUnroutedMethod(c, allowOf(c.req.path)) ?? c.json({ detail: 'Not Found' }, 404));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
@@ -76,20 +64,37 @@ export function createApp(d: AppDeps): Hono {
   });
 
   const api = new Hono<AppEnv>();
-  const limitBody = bodyLimit({
+  const limitBody: MiddlewareHandler<AppEnv> = bodyLimit({
     maxSize: d.maxBodyBytes ?? 1024 * 1024,
     // The unread rest of the body makes the connection unusable: tell the client not to reuse it.
-    onError: (c) => c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
+    onError: (c) =>
+      c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
   });
   // GET and HEAD bodies are never read. Looking for one would make @hono/node-server build a whole
   // fetch Request (and an AbortController) for every poll.
-  api.use('/v1/*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
+  const limitWrittenBody: MiddlewareHandler<AppEnv> = (c, next) =>
+    c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next);
+  api.use('/v1/*', limitWrittenBody);
   // Counted per client address before any key is looked up: guessing keys is throttled, not just failed.
-  api.use('/v1/*', authFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), trustedProxies: d.trustedProxies, clock: () => clock().getTime() }));
+  api.use(
+    '/v1/*',
+    authFailureLimit({
+      ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT),
+      trustedProxies: d.trustedProxies,
+      clock: () => clock().getTime(),
+    }),
+  );
   api.use('/v1/*', requireApiKey(d.accounts));
-  api.use('/v1/*', rateLimit(() => clock().getTime()));
+  api.use(
+    '/v1/*',
+    rateLimit(() => clock().getTime()),
+  );
+  api.use('/v1/*', methodGuard(allowOf));
   const quotas = new Quotas(d.files, clock);
-  api.route('/', commandRoutes({ commands: d.commands, readCommand: d.readCommand, quotas, storage: d.storage, dispatch: d.dispatch, clock }));
+  api.route(
+    '/',
+    commandRoutes({ commands: d.commands, readCommand: d.readCommand, quotas, storage: d.storage, dispatch: d.dispatch, clock }),
+  );
   api.route(
     '/',
     fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),

@@ -73,17 +73,20 @@ export function parseWith<S extends v.GenericSchema>(schema: S, input: unknown, 
   const result = v.safeParse(schema, input, { abortPipeEarly: true });
   if (result.success) return result.output;
   const seen = new Set<string>();
-  const detail = result.issues.flatMap((i) => issueToItem(i as Issue, prefix)).filter((d) => {
-    const key = JSON.stringify(d);
-    return seen.has(key) ? false : (seen.add(key), true);
-  });
+  const detail = result.issues
+    .flatMap((i) => issueToItem(i as Issue, prefix))
+    .filter((d) => {
+      const key = JSON.stringify(d);
+      return seen.has(key) ? false : (seen.add(key), true);
+    });
   throw new RequestInvalid(detail);
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const JSON_TYPE = /^application\/([a-z0-9.+-]*\+)?json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 // Keys that JavaScript objects treat specially: a schema would drop them without a word.
-const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+export const RESERVED_KEYS = ['__proto__', 'constructor', 'prototype'];
+const RESERVED = new Set(RESERVED_KEYS);
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Strings the database cannot store (NUL, unpaired surrogates) and reserved keys: 422, not a 500. */
@@ -97,7 +100,7 @@ function checkJsonValues(value: unknown, loc: (string | number)[]): void {
   } else if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
       checkJsonValues(k, [...loc, k]);
-      if (RESERVED_KEYS.has(k)) throw invalid([...loc, k], `Value error, "${k}" is not allowed as a key`);
+      if (RESERVED.has(k)) throw invalid([...loc, k], `Value error, "${k}" is not allowed as a key`);
       checkJsonValues(v, [...loc, k]);
     }
   }
@@ -105,7 +108,8 @@ function checkJsonValues(value: unknown, loc: (string | number)[]): void {
 
 /** Reads and validates a JSON body. Malformed JSON, other content types and non-object bodies are 422s like FastAPI's. */
 export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S): Promise<v.InferOutput<S>> {
-  const notAnObject = () => invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
+  const notAnObject = () =>
+    invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
   if (!JSON_TYPE.test(c.req.header('content-type') ?? '')) throw notAnObject();
   const decodeError = (err: unknown) =>
     new RequestInvalid([{ loc: ['body', 0], msg: `JSON decode error: ${(err as Error).message}`, type: 'json_invalid' }]);
@@ -117,7 +121,9 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S)
   }
   // Before parsing: the checks below and the schema walk the value recursively.
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
-    throw new RequestInvalid([{ loc: ['body'], msg: `JSON decode error: arrays and objects nested deeper than ${MAX_JSON_DEPTH} levels`, type: 'json_invalid' }]);
+    throw new RequestInvalid([
+      { loc: ['body'], msg: `JSON decode error: arrays and objects nested deeper than ${MAX_JSON_DEPTH} levels`, type: 'json_invalid' },
+    ]);
   }
   let body: unknown;
   try {
@@ -136,6 +142,9 @@ export function queryParams<S extends v.GenericSchema>(c: Context, schema: S): v
 
 // Lenient scalars, pydantic style.
 
+/** The range of JavaScript numbers, for the document. */
+export const FINITE = { minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE };
+
 export function laxNumber() {
   return v.pipe(
     v.unknown(),
@@ -143,10 +152,17 @@ export function laxNumber() {
       const x = dataset.value;
       if (typeof x === 'number' && Number.isFinite(x)) return x;
       if (typeof x === 'string' && x.trim() !== '' && Number.isFinite(Number(x))) return Number(x);
-      addIssue({ message: msg(typeof x === 'string' ? 'float_parsing' : 'float_type', typeof x === 'string' ? 'Input should be a valid number, unable to parse string as a number' : 'Input should be a valid number') });
+      addIssue({
+        message: msg(
+          typeof x === 'string' ? 'float_parsing' : 'float_type',
+          typeof x === 'string' ? 'Input should be a valid number, unable to parse string as a number' : 'Input should be a valid number',
+        ),
+      });
       return NEVER;
     }),
-    v.metadata({ type: 'number' }), // for the OpenAPI document: the transform itself has no JSON Schema
+    // For the OpenAPI document (the transform itself has no JSON Schema): a JSON number past the range of
+    // a double reads as Infinity, which is refused.
+    v.metadata({ type: 'number', ...FINITE }),
   );
 }
 
@@ -158,17 +174,30 @@ export function laxInt() {
       if (typeof x === 'number' && Number.isFinite(x)) {
         if (Number.isSafeInteger(x)) return x;
         if (Number.isInteger(x)) {
-          addIssue({ message: msg('int_parsing', `Input should be a valid integer between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`) });
+          addIssue({
+            message: msg(
+              'int_parsing',
+              `Input should be a valid integer between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`,
+            ),
+          });
           return NEVER;
         }
         addIssue({ message: msg('int_from_float', 'Input should be a valid integer, got a number with a fractional part') });
         return NEVER;
       }
       if (typeof x === 'string' && /^\s*[+-]?\d+\s*$/.test(x) && Number.isSafeInteger(Number(x))) return Number(x);
-      addIssue({ message: msg(typeof x === 'string' ? 'int_parsing' : 'int_type', typeof x === 'string' ? 'Input should be a valid integer, unable to parse string as an integer' : 'Input should be a valid integer') });
+      addIssue({
+        message: msg(
+          typeof x === 'string' ? 'int_parsing' : 'int_type',
+          typeof x === 'string'
+            ? 'Input should be a valid integer, unable to parse string as an integer'
+            : 'Input should be a valid integer',
+        ),
+      });
       return NEVER;
     }),
-    v.metadata({ type: 'integer' }),
+    // JavaScript numbers hold integers exactly up to 2^53 - 1: larger ones are refused.
+    v.metadata({ type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }),
   );
 }
 
@@ -191,7 +220,10 @@ export function laxBool() {
 }
 
 export const gt = (n: number) => v.gtValue<number, number, string>(n, msg('greater_than', `Input should be greater than ${n}`));
-export const ge = (n: number) => v.minValue<number, number, string>(n, msg('greater_than_equal', `Input should be greater than or equal to ${n}`));
-export const le = (n: number) => v.maxValue<number, number, string>(n, msg('less_than_equal', `Input should be less than or equal to ${n}`));
+export const ge = (n: number) =>
+  v.minValue<number, number, string>(n, msg('greater_than_equal', `Input should be greater than or equal to ${n}`));
+export const le = (n: number) =>
+  v.maxValue<number, number, string>(n, msg('less_than_equal', `Input should be less than or equal to ${n}`));
 export const str = () => v.string(msg('string_type', 'Input should be a valid string'));
-export const maxChars = (n: number) => v.maxLength<string, number, string>(n, msg('string_too_long', `String should have at most ${n} characters`));
+export const maxChars = (n: number) =>
+  v.maxLength<string, number, string>(n, msg('string_too_long', `String should have at most ${n} characters`));

@@ -280,6 +280,11 @@ describe('commands, embedded mode', () => {
       vcpu_count: vcpus,
     });
     const running = await api.submit(body(3, 2)); // holds 3 of the account's 4 vCPUs for 2 s
+    // It must be running before the plan changes, or it would be over the lowered plan too.
+    for (let status = ''; status !== 'PROCESSING'; await new Promise((r) => setTimeout(r, 20))) {
+      status = (await api.get(`/v1/commands/${running}`)).body.status;
+      assert.ok(status === 'QUEUED' || status === 'PROCESSING', `the running command is ${status}`);
+    }
     const big = await api.submit(body(2, 1)); // waits: 3 + 2 > 4
     const small = await api.submit(body(1, 1)); // waits behind it (first in, first out)
     await plans.update('shrinking', { maxVcpus: 1 });

@@ -11,7 +11,8 @@ command -v prlimit >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || need
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 /usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1 || need+=(python3-seccomp)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)   # test control plane certificates
-command -v curl >/dev/null 2>&1 || need+=(curl)         # scripts/versitygw.sh readiness checks
+command -v curl >/dev/null 2>&1 || need+=(curl)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv) # scripts/schemathesis.sh         # scripts/versitygw.sh readiness checks
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)   # scripts/lint.sh
 if [ "${FFOP_NEED_POSTGRES:-0}" = 1 ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)

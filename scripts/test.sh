@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 FFOP_NEED_POSTGRES=1 bash scripts/ensure-system-deps.sh
 bash scripts/ensure-npm-deps.sh
+# The OpenAPI conformance test's schemathesis, installed once (pinned) into the cache.
+bash scripts/schemathesis.sh >/dev/null
 
 echo "== typecheck"
 npx --no-install tsc --noEmit -p .

@@ -1,5 +1,6 @@
 // Turns a validated request into a command row: plan checks (403), command-line parsing (422 with
 // the field that is wrong), file ids fixed up front. Nothing here runs anything.
+import { checkPrivateFilesAllowed, PlanRefusal } from '../../core/accounts/plan-refusal.ts';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import type { NewCommandRow } from '../../core/commands/commands-repo.ts';
@@ -9,8 +10,6 @@ import { CommandRejected, type ParsedCommand } from '../../core/commands/parsed-
 import type { DeclaredOutput, StoredStep } from '../../core/db/schema.ts';
 import { DEFAULT_VCPUS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
 import { invalid } from '../validation.ts';
-
-export class PlanForbids extends Error {}
 
 interface Common {
   input_files?: Record<string, string> | null;
@@ -26,17 +25,15 @@ function checkPlan(caller: Caller, req: Common): number {
   // The spec's default of 8 vCPUs is lowered to what the plan allows; an explicit value is not.
   const vcpus = req.vcpu_count ?? Math.min(DEFAULT_VCPUS, plan.maxVcpus);
   if (vcpus > plan.maxVcpus) {
-    throw new PlanForbids(`vcpu_count ${vcpus} exceeds the maximum of ${plan.maxVcpus} vCPUs of your plan (${plan.name})`);
+    throw new PlanRefusal(`vcpu_count ${vcpus} exceeds the maximum of ${plan.maxVcpus} vCPUs of your plan (${plan.name})`);
   }
   if (req.max_command_run_seconds > plan.maxCommandRunSeconds) {
-    throw new PlanForbids(
+    throw new PlanRefusal(
       `max_command_run_seconds ${req.max_command_run_seconds} exceeds the maximum of ${plan.maxCommandRunSeconds} s ` +
         `of your plan (${plan.name})`,
     );
   }
-  if (req.is_private && !plan.privateFiles) {
-    throw new PlanForbids(`private files (is_private) are not available on your plan (${plan.name})`);
-  }
+  checkPrivateFilesAllowed(plan, req.is_private);
   return vcpus;
 }
 

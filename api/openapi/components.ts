@@ -12,8 +12,11 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   INVALID_INPUT_FILE_NAME: "An input URL, or store-file's file_url, does not end in a file name; nothing is fetched.",
   FORBIDDEN_INPUT_ADDRESS: 'An input URL resolves to a non-public address (loopback, private, link-local, ...).',
   INPUT_FILE_TOO_LARGE: 'An input is larger than the download size limit.',
-  INVALID_INPUT_ARCHIVE: 'input_compressed_folder is not a zip the service accepts (names outside the folder, symlinks, too many entries or bytes, a zip bomb).',
-  FFMPEG_FAILED: "ffmpeg exited with an error; error_message starts with the lines of ffmpeg's output that state the cause, then '--' and the tail of what it printed.",
+  INVALID_INPUT_ARCHIVE:
+    'input_compressed_folder is not a zip the service accepts (names outside the folder, symlinks, too many entries or bytes, a zip bomb).',
+  FFMPEG_FAILED:
+    "ffmpeg exited with an error; error_message starts with the lines of ffmpeg's output that state the cause, " +
+    "then '--' and the tail of what it printed.",
   FFMPEG_TIMEOUT: 'ffmpeg ran longer than max_command_run_seconds and was stopped.',
   OUTPUT_FILE_NOT_CREATED: 'ffmpeg succeeded but did not write a declared output file.',
   TOO_MANY_OUTPUT_FILES: 'A playlist or OUTPUT_FOLDER output holds more files than one output may (FFOP_MAX_OUTPUT_FILES, default 1000).',
@@ -31,7 +34,10 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
 for (const s of Object.values(ErrorStatus)) if (!ERROR_STATUS_DOC[s]) throw new Error(`undocumented error status ${s}`);
 
 export const errorStatusDescription =
-  'Set when the command failed. Values:\n' + Object.entries(ERROR_STATUS_DOC).map(([k, v]) => `- ${k}: ${v}`).join('\n');
+  'Set when the command failed. Values:\n' +
+  Object.entries(ERROR_STATUS_DOC)
+    .map(([k, v]) => `- ${k}: ${v}`)
+    .join('\n');
 
 export const outputFileEntrySchema = {
   type: 'object',
@@ -61,7 +67,11 @@ export const outputFileEntrySchema = {
 };
 
 const errorFields = {
-  processing_stage: { type: ['string', 'null'], enum: [...Object.values(ProcessingStage), null], description: 'Stage while PROCESSING; the last stage reached when FAILED.' },
+  processing_stage: {
+    type: ['string', 'null'],
+    enum: [...Object.values(ProcessingStage), null],
+    description: 'Stage while PROCESSING; the last stage reached when FAILED.',
+  },
   error_status: { type: ['string', 'null'], enum: [...Object.values(ErrorStatus), null], description: errorStatusDescription },
   error_message: { type: ['string', 'null'], description: 'Human-readable details when the command failed.' },
 };
@@ -101,7 +111,11 @@ export const commandListItemSchema = {
   },
 };
 
-export const submissionSchema = { type: 'object', properties: { command_id: { type: 'string', format: 'uuid' } }, required: ['command_id'] };
+export const submissionSchema = {
+  type: 'object',
+  properties: { command_id: { type: 'string', format: 'uuid' } },
+  required: ['command_id'],
+};
 
 const detailString = { type: 'object', properties: { detail: { type: 'string' } } };
 export const validationErrorSchema = {
@@ -132,7 +146,11 @@ export const storedFileSchema = {
   properties: {
     file_id: { type: 'string', format: 'uuid' },
     environment_name: { type: 'string' },
-    storage_url: { type: 'string', format: 'uri', description: 'Presigned only for stored private files when presigned_ttl_seconds is given.' },
+    storage_url: {
+      type: 'string',
+      format: 'uri',
+      description: 'Presigned only for stored private files when presigned_ttl_seconds is given.',
+    },
     status: { type: 'string', enum: ['QUEUED', 'DOWNLOADING', 'DOWNLOADED', 'UPLOADED', 'FAILED', 'STORED'] },
     service_store_type: { type: 'string', enum: ['INPUT', 'OUTPUT', 'STORED_FILE'] },
     error_status: { type: ['string', 'null'], description: errorStatusDescription },
@@ -143,7 +161,14 @@ export const storedFileSchema = {
     size_compressed_mbytes: num,
     is_private: { type: 'boolean' },
     original_file_url: strOrNull,
-    ...Object.fromEntries(Object.entries(outputFileEntrySchema.properties).filter(([k]) => !['file_id', 'storage_url', 'size_mbytes', 'file_count', 'size_compressed_mbytes', 'is_deleted', 'is_private', 'status'].includes(k))),
+    ...Object.fromEntries(
+      Object.entries(outputFileEntrySchema.properties).filter(
+        ([k]) =>
+          !['file_id', 'storage_url', 'size_mbytes', 'file_count', 'size_compressed_mbytes', 'is_deleted', 'is_private', 'status'].includes(
+            k,
+          ),
+      ),
+    ),
     video_profile_level: strOrNull,
     created_at: { type: 'string', format: 'date-time' },
   },

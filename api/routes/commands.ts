@@ -1,15 +1,16 @@
 import { Hono } from 'hono';
-import { describeRoute, resolver } from 'hono-openapi';
+import { describeRoute } from 'hono-openapi';
 import type { CommandsRepo, CommandWithOutputs } from '../../core/commands/commands-repo.ts';
-import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
+import type { Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import type { AppEnv } from '../auth.ts';
-import { chainRow, PlanForbids, singleCommandRow } from '../commands/submission.ts';
+import { chainRow, singleCommandRow } from '../commands/submission.ts';
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
 import { commandIdParam, listQuerySchema, presignQuerySchema, runChainSchema, runCommandSchema } from '../schemas/commands.ts';
 import { invalid, jsonBody, parseWith, queryParams } from '../validation.ts';
 import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
 import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
+import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
 
 export interface CommandRoutesDeps {
   commands: CommandsRepo;
@@ -23,7 +24,10 @@ export interface CommandRoutesDeps {
 
 const submitted = {
   200: responses.json(submissionSchema, 'Accepted: poll GET /v1/commands/{command_id}'),
-  403: responses.json(responses.detailString, 'Your plan does not allow this command (vCPUs, run time, private files) or a quota (processing, storage) is used up'),
+  403: responses.json(
+    responses.detailString,
+    'Your plan does not allow this command (vCPUs, run time, private files) or a quota (processing, storage) is used up',
+  ),
   ...commonResponses,
 };
 
@@ -35,7 +39,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     describeRoute({
       summary: 'Run one FFmpeg command',
       tags: ['commands'],
-      requestBody: { content: { 'application/json': { schema: resolver(runCommandSchema) } } },
+      requestBody: jsonRequestBody(runCommandSchema),
       responses: submitted,
     }),
     async (c) => {
@@ -49,9 +53,10 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     '/v1/run-chained-ffmpeg-commands',
     describeRoute({
       summary: 'Run up to 10 FFmpeg commands in order',
-      description: 'A later command may read an earlier output with `-i {{out_x}}`. Each command runs as its own step; a failed step fails the chain.',
+      description:
+        'A later command may read an earlier output with `-i {{out_x}}`. Each command runs as its own step; a failed step fails the chain.',
       tags: ['commands'],
-      requestBody: { content: { 'application/json': { schema: resolver(runChainSchema) } } },
+      requestBody: jsonRequestBody(runChainSchema),
       responses: submitted,
     }),
     async (c) => {
@@ -72,15 +77,8 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
   }
 
   async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
-    let row;
-    try {
-      row = build();
-      const account = c.get('caller').account;
-      await d.quotas.checkNewCommand(account);
-    } catch (err) {
-      if (err instanceof PlanForbids || err instanceof QuotaExceeded) return c.json({ detail: err.message }, 403);
-      throw err;
-    }
+    const row = build();
+    await d.quotas.checkNewCommand(c.get('caller').account);
     await d.commands.insert(row);
     d.dispatch(row.id);
     return c.json({ command_id: row.id }, 200);
@@ -91,11 +89,12 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     describeRoute({
       summary: 'Read one command',
       tags: ['commands'],
-      parameters: [
-        { name: 'command_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
-        { name: 'presigned_ttl_seconds', in: 'query', required: false, schema: { type: 'number', maximum: 604800, description: 'greater than 0' } },
-      ],
-      responses: { 200: responses.json(commandRecordSchema, 'The command'), 404: responses.json(responses.detailString, 'No such command'), ...commonResponses },
+      parameters: [pathParameter('command_id', commandIdParam), ...queryParameters(presignQuerySchema)],
+      responses: {
+        200: responses.json(commandRecordSchema, 'The command'),
+        404: responses.json(responses.detailString, 'No such command'),
+        ...commonResponses,
+      },
     }),
     async (c) => {
       const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
@@ -111,10 +110,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     describeRoute({
       summary: 'List commands, newest first',
       tags: ['commands'],
-      parameters: [
-        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-        { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
-      ],
+      parameters: queryParameters(listQuerySchema),
       responses: { 200: responses.json({ type: 'array', items: commandListItemSchema }, 'Commands'), ...commonResponses },
     }),
     async (c) => {

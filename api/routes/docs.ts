@@ -6,8 +6,12 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
+import type { AppEnv } from '../auth.ts';
 import { openAPIRouteHandler } from 'hono-openapi';
+import type { OpenAPIV3_1 } from 'openapi-types';
 import { errorStatusDescription } from '../openapi/components.ts';
+import { MAX_JSON_DEPTH } from '../json-depth.ts';
+import { STORABLE_JSON, STORABLE_JSON_NAME } from '../schemas/body.ts';
 
 const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
@@ -28,7 +32,13 @@ const PAGE = `<!doctype html>
 const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true,
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' });`;
 
-export function docsRoutes(api: Hono<any>): Hono {
+// Rules of every JSON body that the schemas state field by field (the size limit is the service's setting).
+const BODY_RULES =
+  'Every JSON body is an object sent as application/json in UTF-8, of at most FFOP_MAX_BODY_BYTES (1 MiB by default; 413 above), ' +
+  `nested at most ${MAX_JSON_DEPTH} levels deep; no string or key in it holds NUL or an unpaired surrogate, and no key is ` +
+  '__proto__, constructor or prototype. Unknown properties are ignored.';
+
+export function docsRoutes(api: Hono<AppEnv>): Hono {
   const app = new Hono();
   app.get(
     '/openapi.json',
@@ -38,9 +48,15 @@ export function docsRoutes(api: Hono<any>): Hono {
         info: {
           title: 'ffmpeg-operator',
           version: '1.0.0',
-          description: `Run FFmpeg commands as a service. Authenticate with the X-API-KEY header.\n\nCommand error statuses (error_status):\n${errorStatusDescription}`,
+          description:
+            `Run FFmpeg commands as a service. Authenticate with the X-API-KEY header.\n\n${BODY_RULES}\n\n` +
+            `Command error statuses (error_status):\n${errorStatusDescription}`,
         },
-        components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' } } },
+        components: {
+          securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-KEY' } },
+          // A plain object of the schemas (which do not depend on OpenAPI types).
+          schemas: { [STORABLE_JSON_NAME]: STORABLE_JSON as OpenAPIV3_1.SchemaObject },
+        },
         security: [{ apiKey: [] }],
       },
     }),

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
-import { describeRoute, resolver } from 'hono-openapi';
+import { describeRoute } from 'hono-openapi';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
 import { FileStatus, StoreType } from '../../core/files/file-status.ts';
-import { QuotaExceeded, type Quotas } from '../../core/accounts/quotas.ts';
+import type { Quotas } from '../../core/accounts/quotas.ts';
+import { checkPrivateFilesAllowed } from '../../core/accounts/plan-refusal.ts';
 import type { FilesRepo, FileRow, NewFileRow } from '../../core/files/files-repo.ts';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import { choosePartSize, partCount } from '../../core/files/part-size.ts';
@@ -18,6 +19,7 @@ import { bulkDeleteSchema, completeUploadSchema, fileIdParam, initUploadSchema, 
 import { listQuerySchema, presignQuerySchema } from '../schemas/commands.ts';
 import { invalid, jsonBody, parseWith, queryParams } from '../validation.ts';
 import { commonResponses, responses, storedFileSchema, uploadSessionSchema } from '../openapi/components.ts';
+import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
 
 export interface FileRoutesDeps {
   files: FilesRepo;
@@ -31,10 +33,16 @@ export interface FileRoutesDeps {
 
 const notFound = (c: Context) => c.json({ detail: 'File not found' }, 404);
 const fileRecord = responses.json(storedFileSchema, 'The stored file');
-const idParam = { name: 'file_id', in: 'path' as const, required: true, schema: { type: 'string' as const, format: 'uuid' } };
+const idParam = pathParameter('file_id', fileIdParam);
 
 /** A stored file's first record: QUEUED until downloaded (store-file) or uploaded (init-upload). */
-function newStoredFile(caller: Caller, id: string, fileName: string, isPrivate: boolean, extra: Partial<NewFileRow>): NewFileRow & { storageKey: string } {
+function newStoredFile(
+  caller: Caller,
+  id: string,
+  fileName: string,
+  isPrivate: boolean,
+  extra: Partial<NewFileRow>,
+): NewFileRow & { storageKey: string } {
   return {
     id,
     accountId: caller.account.id,
@@ -51,8 +59,6 @@ function newStoredFile(caller: Caller, id: string, fileName: string, isPrivate: 
 
 export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const privateRefused = (c: Context<AppEnv>) =>
-    c.json({ detail: `private files (is_private) are not available on your plan (${c.get('caller').account.plan.name})` }, 403);
 
   app.post(
     '/v1/files/store-file',
@@ -60,21 +66,20 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       summary: 'Store a file from a URL',
       description: 'Answers at once; poll GET /v1/files/{file_id} until status is STORED (or FAILED).',
       tags: ['files'],
-      requestBody: { content: { 'application/json': { schema: resolver(storeFileSchema) } } },
-      responses: { 200: responses.json({ type: 'object', properties: { file_id: { type: 'string', format: 'uuid' } } }, 'Accepted'), 403: responses.json(responses.detailString, 'Plan or quota'), ...commonResponses },
+      requestBody: jsonRequestBody(storeFileSchema),
+      responses: {
+        200: responses.json({ type: 'object', properties: { file_id: { type: 'string', format: 'uuid' } } }, 'Accepted'),
+        403: responses.json(responses.detailString, 'Plan or quota'),
+        ...commonResponses,
+      },
     }),
     async (c) => {
       const req = await jsonBody(c, storeFileSchema);
       const storageProblem = await invalidStorageUrl(d.storage, req.file_url);
       if (storageProblem) throw invalid(['body', 'file_url'], storageProblem);
       const caller = c.get('caller');
-      if (req.is_private && !caller.account.plan.privateFiles) return privateRefused(c);
-      try {
-        await d.quotas.checkStorage(caller.account);
-      } catch (err) {
-        if (err instanceof QuotaExceeded) return c.json({ detail: err.message }, 403);
-        throw err;
-      }
+      checkPrivateFilesAllowed(caller.account.plan, req.is_private);
+      await d.quotas.checkStorage(caller.account);
       const id = randomUUID();
       const urlName = fileNameFromUrl(req.file_url);
       if (urlName === null) {
@@ -100,10 +105,7 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
     describeRoute({
       summary: 'List stored files and command outputs, newest first',
       tags: ['files'],
-      parameters: [
-        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-        { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 } },
-      ],
+      parameters: queryParameters(listQuerySchema),
       responses: { 200: responses.json({ type: 'array', items: storedFileSchema }, 'Files'), ...commonResponses },
     }),
     async (c) => {
@@ -118,7 +120,7 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
     describeRoute({
       summary: 'Read one file',
       tags: ['files'],
-      parameters: [idParam, { name: 'presigned_ttl_seconds', in: 'query', required: false, schema: { type: 'number', maximum: 604800 } }],
+      parameters: [idParam, ...queryParameters(presignQuerySchema)],
       responses: { 200: fileRecord, 404: responses.json(responses.detailString, 'No such file'), ...commonResponses },
     }),
     async (c) => {
@@ -155,8 +157,14 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       summary: 'Delete up to 1000 files',
       description: 'deleted_file_ids lists the ids deleted by this call; unknown, foreign and already deleted ids are left out.',
       tags: ['files'],
-      requestBody: { content: { 'application/json': { schema: resolver(bulkDeleteSchema) } } },
-      responses: { 200: responses.json({ type: 'object', properties: { deleted_file_ids: { type: 'array', items: { type: 'string', format: 'uuid' } } } }, 'Deleted'), ...commonResponses },
+      requestBody: jsonRequestBody(bulkDeleteSchema),
+      responses: {
+        200: responses.json(
+          { type: 'object', properties: { deleted_file_ids: { type: 'array', items: { type: 'string', format: 'uuid' } } } },
+          'Deleted',
+        ),
+        ...commonResponses,
+      },
     }),
     async (c) => {
       const { file_ids } = await jsonBody(c, bulkDeleteSchema);
@@ -182,21 +190,22 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
     '/v1/files/init-upload',
     describeRoute({
       summary: 'Start a direct multipart upload',
-      description: 'PUT part k (exactly part_size bytes, the last one the remainder) to upload_urls[k-1], keep each ETag header, then complete-upload.',
+      description:
+        'PUT part k (exactly part_size bytes, the last one the remainder) to upload_urls[k-1], keep each ETag header, ' +
+        'then complete-upload.',
       tags: ['files'],
-      requestBody: { content: { 'application/json': { schema: resolver(initUploadSchema) } } },
-      responses: { 200: responses.json(uploadSessionSchema, 'Upload session'), 403: responses.json(responses.detailString, 'Plan or storage quota'), ...commonResponses },
+      requestBody: jsonRequestBody(initUploadSchema),
+      responses: {
+        200: responses.json(uploadSessionSchema, 'Upload session'),
+        403: responses.json(responses.detailString, 'Plan or storage quota'),
+        ...commonResponses,
+      },
     }),
     async (c) => {
       const req = await jsonBody(c, initUploadSchema);
       const caller = c.get('caller');
-      if (req.is_private && !caller.account.plan.privateFiles) return privateRefused(c);
-      try {
-        await d.quotas.checkStorage(caller.account, req.size_bytes);
-      } catch (err) {
-        if (err instanceof QuotaExceeded) return c.json({ detail: err.message }, 403);
-        throw err;
-      }
+      checkPrivateFilesAllowed(caller.account.plan, req.is_private);
+      await d.quotas.checkStorage(caller.account, req.size_bytes);
       const id = randomUUID();
       const partSize = choosePartSize(req.size_bytes, req.part_size);
       const row = newStoredFile(caller, id, req.filename, req.is_private, { partSize, expectedSizeBytes: req.size_bytes });
@@ -225,8 +234,13 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       description: 'List every part 1..N in order with its ETag. Answers UPLOADED at once; poll until STORED.',
       tags: ['files'],
       parameters: [idParam],
-      requestBody: { content: { 'application/json': { schema: resolver(completeUploadSchema) } } },
-      responses: { 200: fileRecord, 404: responses.json(responses.detailString, 'No such file'), 409: responses.json(responses.detailString, 'Upload not in progress'), ...commonResponses },
+      requestBody: jsonRequestBody(completeUploadSchema),
+      responses: {
+        200: fileRecord,
+        404: responses.json(responses.detailString, 'No such file'),
+        409: responses.json(responses.detailString, 'Upload not in progress'),
+        ...commonResponses,
+      },
     }),
     async (c) => {
       const id = parseWith(fileIdParam, c.req.param('file_id'), ['path', 'file_id']);
@@ -236,7 +250,10 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       if (!uploadInProgress(f)) return notInProgress(c, f);
       const expectedParts = partCount(f.expectedSizeBytes ?? 0, f.partSize ?? 1);
       if (parts.length !== expectedParts) {
-        throw invalid(['body', 'parts'], `Value error, this upload has ${expectedParts} parts (part_size ${f.partSize}); ${parts.length} were listed`);
+        throw invalid(
+          ['body', 'parts'],
+          `Value error, this upload has ${expectedParts} parts (part_size ${f.partSize}); ${parts.length} were listed`,
+        );
       }
       const uploaded = await d.storage.listParts(f.storageKey, f.uploadId!);
       const total = uploaded.filter((p) => p.partNumber <= expectedParts).reduce((s, p) => s + p.size, 0);
@@ -245,7 +262,11 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       }
       let size: number;
       try {
-        ({ size } = await d.storage.completeMultipartUpload(f.storageKey, f.uploadId!, parts.map((p) => ({ partNumber: p.part_number, etag: p.etag }))));
+        ({ size } = await d.storage.completeMultipartUpload(
+          f.storageKey,
+          f.uploadId!,
+          parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
+        ));
       } catch (err) {
         if (err instanceof MultipartError) throw invalid(['body', 'parts'], `Value error, ${err.message}`);
         throw err;
@@ -265,7 +286,12 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       summary: 'Abort a direct upload',
       tags: ['files'],
       parameters: [idParam],
-      responses: { 200: responses.json({ type: 'object' }, 'Aborted'), 404: responses.json(responses.detailString, 'No such file'), 409: responses.json(responses.detailString, 'Upload not in progress'), ...commonResponses },
+      responses: {
+        200: responses.json({ type: 'object' }, 'Aborted'),
+        404: responses.json(responses.detailString, 'No such file'),
+        409: responses.json(responses.detailString, 'Upload not in progress'),
+        ...commonResponses,
+      },
     }),
     async (c) => {
       const id = parseWith(fileIdParam, c.req.param('file_id'), ['path', 'file_id']);

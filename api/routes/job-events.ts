@@ -16,7 +16,10 @@ const eventSchema = v.object({
 export function jobEventRoutes(events: JobEventsRepo, tokenSecret: string): Hono {
   const app = new Hono();
   // Events are small; nothing is read before the size is known to be sane.
-  app.use('/internal/*', bodyLimit({ maxSize: 256 * 1024, onError: (c) => c.json({ detail: 'event too large' }, 413, { connection: 'close' }) }));
+  app.use(
+    '/internal/*',
+    bodyLimit({ maxSize: 256 * 1024, onError: (c) => c.json({ detail: 'event too large' }, 413, { connection: 'close' }) }),
+  );
   app.post('/internal/v1/job-events', async (c) => {
     const token = (c.req.header('authorization') ?? '').replace(/^Bearer\s+/i, '');
     if (!/^[0-9a-f]{64}$/.test(token)) return c.json({ detail: 'invalid job token' }, 401);

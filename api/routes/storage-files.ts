@@ -130,10 +130,18 @@ async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: numb
   // The URL binds the part's size: refused before a byte is read, so no oversized part is ever kept.
   // (A body that ends before its Content-Length is refused by receivePart, and its bytes removed.)
   if (size > access.partSize) {
-    return problem(c, 413, `Part ${access.partNumber} is ${access.partSize} bytes (part_size, the last part the remainder); this body has ${size}`);
+    return problem(
+      c,
+      413,
+      `Part ${access.partNumber} is ${access.partSize} bytes (part_size, the last part the remainder); this body has ${size}`,
+    );
   }
   if (size < access.partSize) {
-    return problem(c, 400, `Part ${access.partNumber} must be exactly ${access.partSize} bytes (part_size, the last part the remainder); this body has ${size}`);
+    return problem(
+      c,
+      400,
+      `Part ${access.partNumber} must be exactly ${access.partSize} bytes (part_size, the last part the remainder); this body has ${size}`,
+    );
   }
   if (size > maxPartBytes) return problem(c, 413, `Part larger than ${maxPartBytes} bytes`);
   try {
@@ -167,7 +175,11 @@ async function* hashWhileReading(source: Readable, hash: Hash): AsyncGenerator<B
 export function keyFromPath(pathname: string): string | null {
   if (!pathname.startsWith(ROUTE_PREFIX)) return null;
   try {
-    const key = pathname.slice(ROUTE_PREFIX.length).split('/').map((s) => decodeURIComponent(s)).join('/');
+    const key = pathname
+      .slice(ROUTE_PREFIX.length)
+      .split('/')
+      .map((s) => decodeURIComponent(s))
+      .join('/');
     assertValidKey(key);
     return key;
   } catch {

@@ -10,7 +10,8 @@ import { FilesRepo } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';
 import { AccountsRepo, type Caller } from './accounts-repo.ts';
 import { PlansRepo } from './plans-repo.ts';
-import { QuotaExceeded, Quotas } from './quotas.ts';
+import { Quotas } from './quotas.ts';
+import { PlanRefusal } from './plan-refusal.ts';
 
 const NOW = new Date('2026-11-23T12:00:00Z');
 
@@ -66,7 +67,7 @@ test('a new command is refused once this month has processed the quota; earlier 
     await f.processed(1, new Date('2026-11-20T00:00:00Z'));
     await assert.rejects(
       f.quotas.checkNewCommand(f.caller.account),
-      (err: Error) => err instanceof QuotaExceeded && /processing quota exceeded: 0\.000 GB processed this month/.test(err.message),
+      (err: Error) => err instanceof PlanRefusal && /processing quota exceeded: 0\.000 GB processed this month/.test(err.message),
     );
   } finally {
     await f.database.close();
@@ -84,7 +85,7 @@ test('a new command is refused when stored files fill the storage quota; deleted
     await f.stored(400);
     await assert.rejects(
       f.quotas.checkNewCommand(f.caller.account),
-      (err: Error) => err instanceof QuotaExceeded && /storage quota exceeded/.test(err.message),
+      (err: Error) => err instanceof PlanRefusal && /storage quota exceeded/.test(err.message),
     );
   } finally {
     await f.database.close();

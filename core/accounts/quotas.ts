@@ -2,7 +2,7 @@
 import type { Account } from './accounts-repo.ts';
 import type { FilesRepo } from '../files/files-repo.ts';
 
-export class QuotaExceeded extends Error {}
+import { PlanRefusal } from './plan-refusal.ts';
 
 const GB = 1_000_000_000;
 const gb = (bytes: number) => `${(bytes / GB).toFixed(3)} GB`;
@@ -30,7 +30,7 @@ export class Quotas {
   private refuseStorage(account: Account, used: number, extraBytes: number): void {
     const quota = account.plan.storageQuotaBytes;
     if (used + extraBytes > quota || (extraBytes === 0 && used >= quota)) {
-      throw new QuotaExceeded(
+      throw new PlanRefusal(
         `storage quota exceeded: ${gb(used)} used${extraBytes ? ` + ${gb(extraBytes)} requested` : ''} of ${gb(quota)} ` +
           `on your plan (${account.plan.name}); delete files to make room`,
       );
@@ -41,7 +41,7 @@ export class Quotas {
   private refuseProcessing(account: Account, used: number): void {
     const quota = account.plan.processingQuotaBytesPerMonth;
     if (used >= quota) {
-      throw new QuotaExceeded(
+      throw new PlanRefusal(
         `processing quota exceeded: ${gb(used)} processed this month of ${gb(quota)} on your plan (${account.plan.name})`,
       );
     }

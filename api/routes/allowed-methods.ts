@@ -1,0 +1,72 @@
+// The methods a path supports, from the app's own routes: a known path answers OPTIONS with 204 and
+// Allow, and another method it does not support with 405 and Allow (RFC 9110 9.3.7 and 15.5.6).
+// A literal route is a resource of its own: /v1/files/store-file is not a file id of /v1/files/:file_id,
+// so GET /v1/files/store-file is 405, as the OpenAPI document says, not a 422 about the id.
+import type { Context, MiddlewareHandler } from 'hono';
+
+interface RouteEntry {
+  method: string;
+  path: string;
+}
+
+interface Resource {
+  pattern: RegExp;
+  /** Parameter and wildcard segments: the fewer, the more specific. */
+  variables: number;
+  methods: string[];
+}
+
+const isVariable = (part: string) => part.startsWith(':') || part === '*';
+
+function routePattern(path: string): RegExp {
+  const escape = (part: string) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const source = path
+    .split('/')
+    .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : escape(part)))
+    .join('/');
+  return new RegExp(`^${source}$`);
+}
+
+function resourcesOf(routes: readonly RouteEntry[]): Resource[] {
+  const byPath = new Map<string, Resource>();
+  for (const r of routes) {
+    if (r.method === 'ALL') continue; // middleware
+    const resource = byPath.get(r.path) ?? {
+      pattern: routePattern(r.path),
+      variables: r.path.split('/').filter(isVariable).length,
+      methods: [],
+    };
+    if (!resource.methods.includes(r.method)) resource.methods.push(r.method);
+    byPath.set(r.path, resource);
+  }
+  return [...byPath.values()];
+}
+
+/** The Allow header of a path, or null when no route matches it. HEAD comes with GET (Hono answers it). */
+export function allowedMethods(routes: () => readonly RouteEntry[]): (path: string) => string | null {
+  let resources: Resource[] | null = null;
+  return (path) => {
+    resources ??= resourcesOf(routes());
+    const matching = resources.filter((r) => r.pattern.test(path));
+    if (matching.length === 0) return null;
+    const fewest = Math.min(...matching.map((r) => r.variables));
+    const methods = new Set(matching.filter((r) => r.variables === fewest).flatMap((r) => r.methods));
+    if (methods.has('GET')) methods.add('HEAD');
+    methods.add('OPTIONS');
+    return [...methods].join(', ');
+  };
+}
+
+/** 204 to OPTIONS, 405 to a method the path's resource does not support; null lets the request through. */
+export function answerUnroutedMethod(c: Context, allow: string | null): Response | null {
+  if (allow === null) return null;
+  if (c.req.method === 'OPTIONS') return c.body(null, 204, { allow });
+  const supported = allow.split(', ');
+  if (supported.includes(c.req.method)) return null;
+  return c.json({ detail: 'Method Not Allowed' }, 405, { allow });
+}
+
+/** For the API's paths, after authentication: runs before routing, so a literal route wins over a parameter. */
+export function methodGuard(allowOf: (path: string) => string | null): MiddlewareHandler {
+  return async (c, next) => answerUnroutedMethod(c, allowOf(c.req.path)) ?? next();
+}
