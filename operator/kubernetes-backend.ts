@@ -59,7 +59,7 @@ const EVENT_LOOKBACK = 200;
 
 export class KubernetesBackend implements JobBackend {
   readonly capacityVcpus = null; // the scheduler decides where and when pods run
-  private readonly o: KubernetesBackendOptions;
+  private readonly options: KubernetesBackendOptions;
   private readonly listeners: JobListener[] = [];
   private readonly objects: KubernetesObjectApi;
   private readonly batch: BatchV1Api;
@@ -80,7 +80,7 @@ export class KubernetesBackend implements JobBackend {
   private readonly seenEvents = new Set<number>();
 
   constructor(o: KubernetesBackendOptions) {
-    this.o = o;
+    this.options = o;
     this.objects = KubernetesObjectApi.makeApiClient(o.kubeconfig);
     this.batch = o.kubeconfig.makeApiClient(BatchV1Api);
     this.core = o.kubeconfig.makeApiClient(CoreV1Api);
@@ -90,11 +90,11 @@ export class KubernetesBackend implements JobBackend {
   async start(): Promise<void> {
     const selector = `${LABELS.managedBy}=${MANAGED_BY}`;
     this.jobs = keepInformer<V1Job>(
-      this.o.kubeconfig,
-      `/apis/batch/v1/namespaces/${this.o.namespace}/jobs`,
-      () => this.batch.listNamespacedJob({ namespace: this.o.namespace, labelSelector: selector }),
+      this.options.kubeconfig,
+      `/apis/batch/v1/namespaces/${this.options.namespace}/jobs`,
+      () => this.batch.listNamespacedJob({ namespace: this.options.namespace, labelSelector: selector }),
       selector,
-      this.o.logger,
+      this.options.logger,
     );
     this.jobs.informer.on('update', (job) => this.jobChanged(job));
     // Forget a Job once it is gone for good (its late updates are still ignored until then).
@@ -104,8 +104,8 @@ export class KubernetesBackend implements JobBackend {
       this.jobChanged(job);
     });
     await this.jobs.synced;
-    if (this.o.watchEvents) this.stopEventWatch = await this.o.watchEvents(() => this.poll());
-    this.poller = setInterval(() => this.poll(), this.o.pollMs ?? 250);
+    if (this.options.watchEvents) this.stopEventWatch = await this.options.watchEvents(() => this.poll());
+    this.poller = setInterval(() => this.poll(), this.options.pollMs ?? 250);
     this.poller.unref();
     this.poll();
   }
@@ -118,14 +118,14 @@ export class KubernetesBackend implements JobBackend {
     // Before the first list, "no Jobs" would be a lie that makes every running step look lost.
     if (!this.jobs) throw new Error('the Job watch has not started yet');
     await this.jobs.synced;
-    const names = new Set(this.jobs.informer.list(this.o.namespace).map((j) => j.metadata!.name!));
+    const names = new Set(this.jobs.informer.list(this.options.namespace).map((j) => j.metadata!.name!));
     for (const name of this.created) names.add(name);
     return names;
   }
 
   async ensureJob(request: JobRequest): Promise<void> {
-    if (this.created.has(request.ref.name) || this.jobs?.informer.get(request.ref.name, this.o.namespace)) return;
-    const owner = this.o.ownerOf(request.ref.commandId);
+    if (this.created.has(request.ref.name) || this.jobs?.informer.get(request.ref.name, this.options.namespace)) return;
+    const owner = this.options.ownerOf(request.ref.commandId);
     const labels = {
       [LABELS.managedBy]: MANAGED_BY,
       [LABELS.commandId]: request.ref.commandId,
@@ -133,33 +133,33 @@ export class KubernetesBackend implements JobBackend {
       [LABELS.account]: request.accountId,
     };
     const cpu = String(request.vcpus);
-    const memoryBytes = this.o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
+    const memoryBytes = this.options.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
     // ffmpeg's own rlimit plus room for the runner (Node) itself.
-    const memoryLimit = this.o.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`;
+    const memoryLimit = this.options.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`;
     const job: V1Job = {
       apiVersion: 'batch/v1',
       kind: 'Job',
       metadata: {
         name: request.ref.name,
-        namespace: this.o.namespace,
+        namespace: this.options.namespace,
         labels,
         ownerReferences: owner ? [{ ...owner, controller: true, blockOwnerDeletion: true }] : undefined,
       },
       spec: {
         backoffLimit: 0,
         activeDeadlineSeconds: request.deadlineSeconds,
-        ttlSecondsAfterFinished: this.o.ttlSecondsAfterFinished ?? 3600,
+        ttlSecondsAfterFinished: this.options.ttlSecondsAfterFinished ?? 3600,
         template: {
           metadata: { labels },
           spec: {
             restartPolicy: 'Never',
             serviceAccountName: SERVICE_ACCOUNTS.runner,
             automountServiceAccountToken: false,
-            nodeSelector: this.o.nodeSelector,
-            tolerations: this.o.tolerations,
-            priorityClassName: this.o.priorityClassName,
+            nodeSelector: this.options.nodeSelector,
+            tolerations: this.options.tolerations,
+            priorityClassName: this.options.priorityClassName,
             // On the node's network a pod still resolves the API's Service name only with this DNS policy.
-            ...(this.o.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
+            ...(this.options.hostNetwork ? { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet' } : {}),
             securityContext: {
               runAsNonRoot: true,
               runAsUser: 10001,
@@ -170,23 +170,23 @@ export class KubernetesBackend implements JobBackend {
             containers: [
               {
                 name: RUNNER_CONTAINER,
-                image: this.o.runnerImage,
+                image: this.options.runnerImage,
                 env: [
                   { name: RUNNER_ENV.spec, value: JSON.stringify(request.spec) },
-                  { name: RUNNER_ENV.reportUrl, value: this.o.reportUrl },
-                  { name: RUNNER_ENV.reportToken, value: jobToken(this.o.tokenSecret, request.ref.name) },
+                  { name: RUNNER_ENV.reportUrl, value: this.options.reportUrl },
+                  { name: RUNNER_ENV.reportToken, value: jobToken(this.options.tokenSecret, request.ref.name) },
                   { name: 'FFOP_JOB_NAME', value: request.ref.name },
-                  { name: 'FFOP_WORK_ROOT', value: this.o.workRoot ?? '/work' },
-                  { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES) },
-                  { name: 'FFOP_MAX_OUTPUT_FILES', value: String(this.o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES) },
+                  { name: 'FFOP_WORK_ROOT', value: this.options.workRoot ?? '/work' },
+                  { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.options.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES) },
+                  { name: 'FFOP_MAX_OUTPUT_FILES', value: String(this.options.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES) },
                   { name: 'FFOP_MAX_MEMORY_BYTES', value: String(memoryBytes) },
                   // Named in the step's error when the kernel kills ffmpeg for going over it.
                   { name: 'FFOP_POD_MEMORY_LIMIT', value: memoryLimit },
-                  { name: 'FFOP_RUNNER_CONFINEMENT', value: this.o.runnerConfinement ?? POD_FALLBACK },
+                  { name: 'FFOP_RUNNER_CONFINEMENT', value: this.options.runnerConfinement ?? POD_FALLBACK },
                 ],
                 resources: {
                   requests: { cpu },
-                  limits: { cpu, memory: memoryLimit, 'ephemeral-storage': this.o.workVolumeSize ?? '100Gi' },
+                  limits: { cpu, memory: memoryLimit, 'ephemeral-storage': this.options.workVolumeSize ?? '100Gi' },
                 },
                 securityContext: {
                   allowPrivilegeEscalation: false,
@@ -194,30 +194,30 @@ export class KubernetesBackend implements JobBackend {
                   capabilities: { drop: ['ALL'] },
                   // RuntimeDefault refuses the namespaces bubblewrap needs (checked with containerd 1.6's
                   // profile); with 'bwrap' the runner goes without it and ffmpeg gets our own filter.
-                  ...(this.o.runnerConfinement === 'bwrap' ? { seccompProfile: { type: 'Unconfined' } } : {}),
+                  ...(this.options.runnerConfinement === 'bwrap' ? { seccompProfile: { type: 'Unconfined' } } : {}),
                 },
-                volumeMounts: [{ name: 'work', mountPath: this.o.workRoot ?? '/work' }],
+                volumeMounts: [{ name: 'work', mountPath: this.options.workRoot ?? '/work' }],
               },
             ],
-            volumes: [{ name: 'work', emptyDir: { sizeLimit: this.o.workVolumeSize ?? '100Gi' } }],
+            volumes: [{ name: 'work', emptyDir: { sizeLimit: this.options.workVolumeSize ?? '100Gi' } }],
           },
         },
       },
     };
     // Server-side apply: creating an existing Job again changes nothing.
     await this.objects.patch(job, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-    if (!this.jobs?.informer.get(request.ref.name, this.o.namespace)) this.created.add(request.ref.name);
-    this.o.logger.info({ command_id: request.ref.commandId, job: request.ref.name, vcpus: request.vcpus }, 'job created');
+    if (!this.jobs?.informer.get(request.ref.name, this.options.namespace)) this.created.add(request.ref.name);
+    this.options.logger.info({ command_id: request.ref.commandId, job: request.ref.name, vcpus: request.vcpus }, 'job created');
   }
 
   async deleteJob(name: string): Promise<void> {
     this.created.delete(name);
     try {
-      await this.batch.deleteNamespacedJob({ name, namespace: this.o.namespace, propagationPolicy: 'Background' });
+      await this.batch.deleteNamespacedJob({ name, namespace: this.options.namespace, propagationPolicy: 'Background' });
     } catch (err) {
       if ((err as { code?: number }).code !== 404) throw err;
     }
-    await this.o.events.deleteForJobs([name]);
+    await this.options.events.deleteForJobs([name]);
   }
 
   async close(): Promise<void> {
@@ -234,7 +234,7 @@ export class KubernetesBackend implements JobBackend {
     this.polling = this.polling
       .then(async () => {
         this.pollQueued = false;
-        for (const e of await this.o.events.after(Math.max(0, this.lastEventId - EVENT_LOOKBACK))) {
+        for (const e of await this.options.events.after(Math.max(0, this.lastEventId - EVENT_LOOKBACK))) {
           if (this.seenEvents.has(e.id)) continue;
           this.seenEvents.add(e.id);
           this.lastEventId = Math.max(this.lastEventId, e.id);
@@ -243,7 +243,7 @@ export class KubernetesBackend implements JobBackend {
         }
         for (const id of this.seenEvents) if (id < this.lastEventId - EVENT_LOOKBACK) this.seenEvents.delete(id);
       })
-      .catch((err) => this.o.logger.warn({ err }, 'reading job events failed; retrying'));
+      .catch((err) => this.options.logger.warn({ err }, 'reading job events failed; retrying'));
   }
 
   private emit(ref: JobRef, event: RunnerEvent): void {
@@ -257,7 +257,7 @@ export class KubernetesBackend implements JobBackend {
   private jobChanged(job: V1Job): void {
     this.onJobChanged(job).catch((err: unknown) => {
       if (this.closed) return;
-      this.o.logger.warn({ job: job.metadata?.name, err: (err as Error).message }, 'could not settle a finished Job; trying again');
+      this.options.logger.warn({ job: job.metadata?.name, err: (err as Error).message }, 'could not settle a finished Job; trying again');
       setTimeout(() => this.jobChanged(job), 1000).unref();
     });
   }
@@ -273,7 +273,7 @@ export class KubernetesBackend implements JobBackend {
       void this.polling.then(resolve);
     });
     if (this.settled.has(name)) return;
-    const reported = (await this.o.events.forJob(name)).find((e) => e.event.type === 'result');
+    const reported = (await this.options.events.forJob(name)).find((e) => e.event.type === 'result');
     if (reported) {
       this.emit(ref, reported.event); // the poller may have passed it by (ids commit out of order)
       return;
@@ -298,7 +298,10 @@ export class KubernetesBackend implements JobBackend {
     }
     let detail = message ?? reason ?? type;
     try {
-      const pods = await this.core.listNamespacedPod({ namespace: this.o.namespace, labelSelector: `job-name=${job.metadata!.name}` });
+      const pods = await this.core.listNamespacedPod({
+        namespace: this.options.namespace,
+        labelSelector: `job-name=${job.metadata!.name}`,
+      });
       const terminated = pods.items
         .flatMap((p) => p.status?.containerStatuses ?? [])
         .map((s) => s.state?.terminated)

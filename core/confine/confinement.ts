@@ -70,20 +70,20 @@ export interface BwrapOptions {
 
 export class BwrapConfinement implements Confinement {
   readonly kind = 'bwrap' as const;
-  private readonly o: BwrapOptions;
+  private readonly options: BwrapOptions;
   private readonly systemMounts: string[];
 
   constructor(o: BwrapOptions) {
-    this.o = o;
+    this.options = o;
     this.systemMounts = systemMounts();
   }
 
   get seccompProgram(): string {
-    return this.o.seccompProgram;
+    return this.options.seccompProgram;
   }
 
   get mountsProc(): boolean {
-    return this.o.mountProc !== false;
+    return this.options.mountProc !== false;
   }
 
   pathInFolder(_folder: string, relative: string): string {
@@ -91,7 +91,7 @@ export class BwrapConfinement implements Confinement {
   }
 
   prepare(r: ConfinedRequest): PreparedCommand {
-    if (this.o.asRoot && r.uid === undefined) throw new Error('a confined run as root needs a uid of its own');
+    if (this.options.asRoot && r.uid === undefined) throw new Error('a confined run as root needs a uid of its own');
     const args = [
       '--unshare-pid',
       '--unshare-net',
@@ -99,12 +99,12 @@ export class BwrapConfinement implements Confinement {
       '--unshare-uts',
       '--unshare-cgroup-try',
       // Without root the namespaces need a user namespace; inside it the program keeps our uid.
-      ...(this.o.asRoot ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : ['--unshare-user', '--cap-drop', 'ALL']),
+      ...(this.options.asRoot ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : ['--unshare-user', '--cap-drop', 'ALL']),
       '--die-with-parent',
       '--new-session', // no controlling terminal: no TIOCSTI into ours
       ...this.systemMounts,
       ...programMount(r.program),
-      ...(this.o.mountProc === false ? [] : ['--proc', '/proc']),
+      ...(this.options.mountProc === false ? [] : ['--proc', '/proc']),
       '--dev',
       '/dev',
       '--perms',
@@ -125,14 +125,14 @@ export class BwrapConfinement implements Confinement {
       ...prlimitArgs(r.limits, r.uid !== undefined),
       '--',
     ];
-    if (this.o.asRoot) {
+    if (this.options.asRoot) {
       const id = String(r.uid);
       // Clearing the bounding set and inheritable caps leaves nothing to regain; bwrap already set
       // no_new_privs, so no setuid binary can either.
       args.push('setpriv', `--reuid=${id}`, `--regid=${id}`, '--clear-groups', '--bounding-set=-all', '--inh-caps=-all', '--');
     }
     args.push(r.program, ...r.args);
-    return { program: this.o.bwrapPath ?? 'bwrap', args, cwd: '/', env: runEnv(), inheritFiles: [this.o.seccompProgram] };
+    return { program: this.options.bwrapPath ?? 'bwrap', args, cwd: '/', env: runEnv(), inheritFiles: [this.options.seccompProgram] };
   }
 }
 

@@ -36,7 +36,7 @@ export interface FileTasksOptions {
 }
 
 export class FileTasks {
-  private readonly o: FileTasksOptions;
+  private readonly options: FileTasksOptions;
   private readonly clock: () => Date;
   private running: Promise<void> | null = null;
   private again = false;
@@ -46,17 +46,17 @@ export class FileTasks {
   private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(o: FileTasksOptions) {
-    this.o = o;
+    this.options = o;
     this.clock = o.clock ?? (() => new Date());
   }
 
   async start(): Promise<void> {
     // Work cut short by a restart starts over.
-    for (const f of await this.o.files.withStatus([FileStatus.DOWNLOADING, FileStatus.DOWNLOADED], 10_000)) {
-      await this.o.files.update(f.id, { status: FileStatus.QUEUED });
+    for (const f of await this.options.files.withStatus([FileStatus.DOWNLOADING, FileStatus.DOWNLOADED], 10_000)) {
+      await this.options.files.update(f.id, { status: FileStatus.QUEUED });
     }
     this.kick();
-    this.timer = setInterval(() => this.kick(), this.o.resyncMs ?? 60_000);
+    this.timer = setInterval(() => this.kick(), this.options.resyncMs ?? 60_000);
     this.timer.unref();
   }
 
@@ -67,7 +67,7 @@ export class FileTasks {
       return;
     }
     this.running = this.pass()
-      .catch((err) => this.o.logger.error({ err }, 'file tasks pass failed; the next pass retries'))
+      .catch((err) => this.options.logger.error({ err }, 'file tasks pass failed; the next pass retries'))
       .finally(() => {
         this.running = null;
         if (this.again) {
@@ -89,13 +89,13 @@ export class FileTasks {
   async pass(): Promise<void> {
     await this.cleanAbandonedUploads();
     // A few files at a time, each on its own: one slow download does not hold up the others.
-    for (const f of await this.o.files.pendingWork()) {
+    for (const f of await this.options.files.pendingWork()) {
       if (this.stopped || this.inFlight.size >= MAX_PARALLEL) return;
       if (this.inFlight.has(f.id)) continue;
       const task = (f.status === FileStatus.UPLOADED ? this.probeUploaded(f) : this.storeFromUrl(f))
         .catch(async (err) => {
           if (this.stopped) return; // shutting down: the next start picks the file up again
-          this.o.logger.error({ err, file_id: f.id }, 'file task failed');
+          this.options.logger.error({ err, file_id: f.id }, 'file task failed');
           await this.fail(f, ErrorStatus.INTERNAL_ERROR, `the file could not be stored: ${(err as Error).message}`).catch(() => {});
         })
         .finally(() => {
@@ -107,32 +107,31 @@ export class FileTasks {
   }
 
   private async cleanAbandonedUploads(): Promise<void> {
-    const cutoff = new Date(this.clock().getTime() - this.o.abandonedUploadSeconds * 1000);
-    for (const f of await this.o.files.staleUploads(cutoff, FileStatus.QUEUED)) {
-      const moved = await this.o.files.transition(f.id, FileStatus.QUEUED, {
+    const cutoff = new Date(this.clock().getTime() - this.options.abandonedUploadSeconds * 1000);
+    const days = Math.round((this.options.abandonedUploadSeconds / 86400) * 10) / 10;
+    for (const f of await this.options.files.staleUploads(cutoff, FileStatus.QUEUED)) {
+      const moved = await this.options.files.transition(f.id, FileStatus.QUEUED, {
         status: FileStatus.FAILED,
         errorStatus: ErrorStatus.UPLOAD_EXPIRED,
-        errorMessage:
-          `the upload was neither completed nor aborted within ${Math.round((this.o.abandonedUploadSeconds / 86400) * 10) / 10} days; ` +
-          'its parts were discarded',
+        errorMessage: `the upload was neither completed nor aborted within ${days} days; its parts were discarded`,
       });
       if (moved) {
-        await this.o.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
-        this.o.logger.info({ file_id: f.id }, 'abandoned upload cleaned up');
+        await this.options.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
+        this.options.logger.info({ file_id: f.id }, 'abandoned upload cleaned up');
       }
     }
   }
 
   private async storeFromUrl(f: FileRow): Promise<void> {
-    if (!(await this.o.files.transition(f.id, FileStatus.QUEUED, { status: FileStatus.DOWNLOADING }))) return;
-    const log = this.o.logger.child({ file_id: f.id });
+    if (!(await this.options.files.transition(f.id, FileStatus.QUEUED, { status: FileStatus.DOWNLOADING }))) return;
+    const log = this.options.logger.child({ file_id: f.id });
     await this.withTempDir(async (dir) => {
       const path = join(dir, f.fileName);
       try {
         await downloadToFile(f.originalFileUrl!, path, {
-          maxBytes: this.o.download.maxBytes,
-          timeoutMs: this.o.download.timeoutSeconds * 1000,
-          policy: createAddressPolicy(this.o.download.allow),
+          maxBytes: this.options.download.maxBytes,
+          timeoutMs: this.options.download.timeoutSeconds * 1000,
+          policy: createAddressPolicy(this.options.download.allow),
           signal: this.abort.signal,
         });
       } catch (err) {
@@ -141,9 +140,9 @@ export class FileTasks {
         throw err;
       }
       const { size } = await stat(path);
-      await this.o.files.update(f.id, { status: FileStatus.DOWNLOADED });
-      const account = await this.o.accounts.getAccount(f.accountId);
-      const used = await this.o.files.storageUsedBytes(f.accountId);
+      await this.options.files.update(f.id, { status: FileStatus.DOWNLOADED });
+      const account = await this.options.accounts.getAccount(f.accountId);
+      const used = await this.options.files.storageUsedBytes(f.accountId);
       if (account && used + size > account.plan.storageQuotaBytes) {
         return this.fail(
           f,
@@ -151,11 +150,11 @@ export class FileTasks {
           `the file (${size} bytes) would exceed the storage quota of your plan (${account.plan.name})`,
         );
       }
-      const media = await this.o.prober.describe(path, f.fileName);
-      await this.o.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));
-      if (!(await this.o.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media }))) {
+      const media = await this.options.prober.describe(path, f.fileName);
+      await this.options.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));
+      if (!(await this.options.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media }))) {
         // Deleted while it downloaded: its bytes must not outlive the record.
-        await this.o.storage.delete(f.storageKey);
+        await this.options.storage.delete(f.storageKey);
         return;
       }
       log.info({ size }, 'file stored');
@@ -166,22 +165,22 @@ export class FileTasks {
     await this.withTempDir(async (dir) => {
       // Probe a local copy: ffprobe only ever reads local files.
       const path = join(dir, f.fileName);
-      await pipeline(await this.o.storage.read(f.storageKey), createWriteStream(path));
-      const media = await this.o.prober.describe(path, f.fileName);
-      if (!(await this.o.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media }))) {
-        await this.o.storage.delete(f.storageKey);
+      await pipeline(await this.options.storage.read(f.storageKey), createWriteStream(path));
+      const media = await this.options.prober.describe(path, f.fileName);
+      if (!(await this.options.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media }))) {
+        await this.options.storage.delete(f.storageKey);
       }
     });
   }
 
   private async fail(f: FileRow, errorStatus: ErrorStatus, message: string): Promise<void> {
-    await this.o.files.update(f.id, { status: FileStatus.FAILED, errorStatus, errorMessage: message });
-    this.o.logger.warn({ file_id: f.id, error_status: errorStatus, error_message: message }, 'file failed');
+    await this.options.files.update(f.id, { status: FileStatus.FAILED, errorStatus, errorMessage: message });
+    this.options.logger.warn({ file_id: f.id, error_status: errorStatus, error_message: message }, 'file failed');
   }
 
   private async withTempDir(work: (dir: string) => Promise<void>): Promise<void> {
-    await mkdir(this.o.workDir, { recursive: true });
-    const dir = await mkdtemp(join(this.o.workDir, 'file-'));
+    await mkdir(this.options.workDir, { recursive: true });
+    const dir = await mkdtemp(join(this.options.workDir, 'file-'));
     try {
       await work(dir);
     } finally {

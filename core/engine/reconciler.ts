@@ -38,7 +38,7 @@ export interface ReconcilerOptions {
 }
 
 export class Reconciler {
-  private readonly o: ReconcilerOptions;
+  private readonly options: ReconcilerOptions;
   private readonly clock: () => Date;
   private queue: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
@@ -48,7 +48,7 @@ export class Reconciler {
   private capacityFull = false;
 
   constructor(o: ReconcilerOptions) {
-    this.o = o;
+    this.options = o;
     this.clock = o.clock ?? (() => new Date());
     // Slow preparation (copying a playlist's files into storage) happens before the serialised
     // section, so it does not hold up other commands' transitions. Events of one Job stay in order:
@@ -63,7 +63,7 @@ export class Reconciler {
 
   start(): void {
     this.kick();
-    this.timer = setInterval(() => this.kick(), this.o.resyncMs ?? 2000);
+    this.timer = setInterval(() => this.kick(), this.options.resyncMs ?? 2000);
     this.timer.unref();
   }
 
@@ -96,7 +96,7 @@ export class Reconciler {
 
   private serial(work: () => Promise<void>): Promise<void> {
     const next = this.queue.then(work).catch((err: unknown) => {
-      this.o.logger.error({ err }, 'reconcile step failed; the next pass retries');
+      this.options.logger.error({ err }, 'reconcile step failed; the next pass retries');
     });
     this.queue = next;
     return next;
@@ -105,37 +105,37 @@ export class Reconciler {
   /** Stops a command's Job and fails it (cluster mode: its FfmpegCommand was deleted). */
   cancel(commandId: string, message: string): Promise<void> {
     return this.serial(async () => {
-      const command = await this.o.commands.findById(commandId);
+      const command = await this.options.commands.findById(commandId);
       if (!command || (command.status !== CommandStatus.QUEUED && command.status !== CommandStatus.PROCESSING)) return;
       if (command.status === CommandStatus.PROCESSING)
-        await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+        await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
       await this.fail(command, ErrorStatus.CANCELLED, message);
     });
   }
 
   async reconcileOnce(): Promise<void> {
-    if (this.o.ensureResource) {
-      for (const command of await this.o.commands.active()) {
-        const state = await this.o.ensureResource(command);
+    if (this.options.ensureResource) {
+      for (const command of await this.options.commands.active()) {
+        const state = await this.options.ensureResource(command);
         if (state === 'deleted') {
           if (command.status === CommandStatus.PROCESSING)
-            await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+            await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
           await this.fail(command, ErrorStatus.CANCELLED, 'its FfmpegCommand resource was deleted; the command was stopped');
         }
       }
     }
-    const jobs = await this.o.backend.listJobNames();
-    let running = await this.o.commands.processing();
+    const jobs = await this.options.backend.listJobNames();
+    let running = await this.options.commands.processing();
     const lost = running.filter((command) => !jobs.has(jobName(command.id, command.currentStep, command.attempt)));
     for (const command of lost) await this.recoverLostJob(command);
-    if (lost.length > 0) running = await this.o.commands.processing();
-    const capacity = this.o.backend.capacityVcpus;
+    if (lost.length > 0) running = await this.options.commands.processing();
+    const capacity = this.options.backend.capacityVcpus;
     // While the shared capacity is taken nothing can start: a pass then costs one small read, however
     // long the queue.
     this.capacityFull = capacity !== null && sharedVcpus(running, capacity) >= capacity;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const command of await this.o.commands.overPlan()) {
+    for (const command of await this.options.commands.overPlan()) {
       await this.fail(
         { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
         ErrorStatus.PLAN_LIMIT_EXCEEDED,
@@ -145,7 +145,7 @@ export class Reconciler {
     // The database prefilters the queue by each account's plan; every candidate uses at least one
     // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
     const limit = capacity === null ? UNLIMITED_PASS_SIZE : capacity + 1;
-    const candidates = await this.o.commands.admissible(limit);
+    const candidates = await this.options.commands.admissible(limit);
     if (candidates.length === 0) return;
     const maxByAccount = new Map(candidates.map((command) => [command.accountId, command.planMaxVcpus]));
     const admitted = admit({ running, queued: candidates, maxVcpusOf: (id) => maxByAccount.get(id) ?? 0, capacityVcpus: capacity });
@@ -153,11 +153,11 @@ export class Reconciler {
     if (capacity === null && candidates.length === limit) this.kick();
     for (const id of admitted) {
       // The pass reads light rows; a command about to start needs its steps and outputs.
-      const command = await this.o.commands.findById(id);
+      const command = await this.options.commands.findById(id);
       if (command?.status !== CommandStatus.QUEUED) continue;
       const patch = { status: CommandStatus.PROCESSING, startedAt: this.clock(), currentStep: 0, attempt: 1 };
-      await this.o.commands.update(command.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
-      this.o.onCommandChanged?.(command.id);
+      await this.options.commands.update(command.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
+      this.options.onCommandChanged?.(command.id);
       this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
       await this.startStep({ ...command, ...patch });
     }
@@ -165,7 +165,7 @@ export class Reconciler {
 
   /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
   private async recoverLostJob(command: ActiveCommand): Promise<void> {
-    const maxAttempts = this.o.maxAttempts ?? 3;
+    const maxAttempts = this.options.maxAttempts ?? 3;
     if (command.attempt >= maxAttempts) {
       await this.fail(
         command,
@@ -176,8 +176,8 @@ export class Reconciler {
     }
     const attempt = command.attempt + 1;
     this.log(command).warn({ step: command.currentStep, attempt }, 'job lost (service restarted?), running the step again');
-    await this.o.commands.update(command.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
-    const row = await this.o.commands.findById(command.id);
+    await this.options.commands.update(command.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
+    const row = await this.options.commands.findById(command.id);
     if (row) await this.startStep(row);
   }
 
@@ -189,12 +189,12 @@ export class Reconciler {
       attempt: command.attempt,
     };
     try {
-      const spec = await buildStepSpec(command, command.currentStep, this.o.storage, this.o.limits);
-      await this.o.backend.ensureJob({
+      const spec = await buildStepSpec(command, command.currentStep, this.options.storage, this.options.limits);
+      await this.options.backend.ensureJob({
         ref,
         spec,
         vcpus: command.vcpuCount,
-        deadlineSeconds: stepDeadlineSeconds(command, this.o.limits),
+        deadlineSeconds: stepDeadlineSeconds(command, this.options.limits),
         accountId: command.accountId,
       });
     } catch (err) {
@@ -206,7 +206,7 @@ export class Reconciler {
   private async prepare(ref: JobRef, event: RunnerEvent): Promise<string | null> {
     if (event.type !== 'result' || !event.ok) return null;
     try {
-      const command = await this.o.commands.findById(ref.commandId);
+      const command = await this.options.commands.findById(ref.commandId);
       if (!command || jobName(command.id, command.currentStep, command.attempt) !== ref.name) return null;
       for (const o of event.outputs) {
         const declared = command.outputs.find((d) => d.alias === o.alias);
@@ -219,10 +219,10 @@ export class Reconciler {
         });
         try {
           await unpackPlaylist(
-            this.o.storage,
+            this.options.storage,
             playlistStagingKey(command.accountId, declared.fileId),
             key.slice(0, key.lastIndexOf('/') + 1),
-            this.o.workDir,
+            this.options.workDir,
           );
         } catch (err) {
           return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
@@ -235,15 +235,15 @@ export class Reconciler {
   }
 
   private async apply(ref: JobRef, event: RunnerEvent, problem: string | null = null): Promise<void> {
-    const command = await this.o.commands.findById(ref.commandId);
+    const command = await this.options.commands.findById(ref.commandId);
     // Events of an earlier attempt (or of a command that already ended) change nothing.
     if (!command || command.status !== CommandStatus.PROCESSING || jobName(command.id, command.currentStep, command.attempt) !== ref.name) {
-      if (event.type === 'result') await this.o.backend.deleteJob(ref.name);
+      if (event.type === 'result') await this.options.backend.deleteJob(ref.name);
       return;
     }
     if (event.type === 'stage') {
-      await this.o.commands.update(command.id, { processingStage: event.stage });
-      this.o.onCommandChanged?.(command.id);
+      await this.options.commands.update(command.id, { processingStage: event.stage });
+      this.options.onCommandChanged?.(command.id);
       this.log(command).info({ step: command.currentStep, stage: event.stage }, 'stage');
       return;
     }
@@ -254,7 +254,7 @@ export class Reconciler {
     try {
       await this.applyResult(command, event, problem);
     } finally {
-      await this.o.backend.deleteJob(ref.name);
+      await this.options.backend.deleteJob(ref.name);
     }
   }
 
@@ -298,14 +298,14 @@ export class Reconciler {
     });
     const lastStep = command.currentStep >= command.steps.length - 1;
     if (lastStep) {
-      await this.o.commands.completeStep(command.id, files, {
+      await this.options.commands.completeStep(command.id, files, {
         status: CommandStatus.SUCCESS,
         processingStage: null,
         finishedAt: this.clock(),
         ffmpegSeconds,
         processedBytes,
       });
-      this.o.onCommandChanged?.(command.id);
+      this.options.onCommandChanged?.(command.id);
       this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
       this.kick(); // its vCPUs are free for the next queued command
       return;
@@ -317,8 +317,8 @@ export class Reconciler {
       processedBytes,
       processingStage: ProcessingStage.DOWNLOADING,
     };
-    await this.o.commands.completeStep(command.id, files, next);
-    this.o.onCommandChanged?.(command.id);
+    await this.options.commands.completeStep(command.id, files, next);
+    this.options.onCommandChanged?.(command.id);
     this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
     await this.startStep({ ...command, ...next });
   }
@@ -328,7 +328,7 @@ export class Reconciler {
     errorStatus: ErrorStatus,
     errorMessage: string,
   ): Promise<void> {
-    await this.o.commands.update(command.id, {
+    await this.options.commands.update(command.id, {
       status: CommandStatus.FAILED,
       errorStatus,
       errorMessage,
@@ -336,12 +336,12 @@ export class Reconciler {
       ffmpegSeconds: command.ffmpegSeconds,
       processedBytes: command.processedBytes,
     });
-    this.o.onCommandChanged?.(command.id);
+    this.options.onCommandChanged?.(command.id);
     this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
     this.kick();
   }
 
   private log(command: Pick<CommandRow, 'id'>): Logger {
-    return this.o.logger.child({ command_id: command.id });
+    return this.options.logger.child({ command_id: command.id });
   }
 }

@@ -18,25 +18,25 @@ export interface FileProberOptions {
 }
 
 export class FileProber {
-  private readonly o: FileProberOptions;
+  private readonly options: FileProberOptions;
 
   constructor(o: FileProberOptions) {
-    this.o = o;
+    this.options = o;
   }
 
   /** Media metadata of `path`; a file ffprobe cannot read is described by its name. */
   async describe(path: string, fileName: string): Promise<MediaInfo> {
-    const borrowed = this.o.uid === undefined ? this.o.uids?.acquire() : undefined;
+    const borrowed = this.options.uid === undefined ? this.options.uids?.acquire() : undefined;
     try {
       if (borrowed !== undefined) await handOver(dirname(path), borrowed);
       return await probeOrDescribe(path, fileName, {
-        confinement: this.o.confinement,
-        uid: this.o.uid ?? borrowed,
-        memoryBytes: this.o.memoryBytes,
-        ffprobePath: this.o.ffprobePath,
+        confinement: this.options.confinement,
+        uid: this.options.uid ?? borrowed,
+        memoryBytes: this.options.memoryBytes,
+        ffprobePath: this.options.ffprobePath,
       });
     } finally {
-      if (borrowed !== undefined) this.o.uids?.release(borrowed);
+      if (borrowed !== undefined) this.options.uids?.release(borrowed);
     }
   }
 }
