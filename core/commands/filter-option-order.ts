@@ -7,6 +7,19 @@
 // share a group. filter-option-order.test.ts checks every table against the real binary.
 import type { FilterArg } from './filtergraph.ts';
 
+/** movie and amovie declare the same options. */
+const MOVIE_OPTIONS = [
+  ['filename'],
+  ['format_name', 'f'],
+  ['stream_index', 'si'],
+  ['seek_point', 'sp'],
+  ['streams', 's'],
+  ['loop'],
+  ['discontinuity'],
+  ['dec_threads'],
+  ['format_opts'],
+];
+
 export const FILTER_OPTION_ORDER: Readonly<Record<string, readonly (readonly string[])[]>> = {
   drawtext: [
     ['fontfile'],
@@ -43,28 +56,8 @@ export const FILTER_OPTION_ORDER: Readonly<Record<string, readonly (readonly str
   ],
   subtitles: [['filename', 'f'], ['original_size'], ['fontsdir'], ['alpha'], ['charenc'], ['stream_index', 'si'], ['force_style']],
   ass: [['filename', 'f'], ['original_size'], ['fontsdir'], ['alpha'], ['shaping']],
-  movie: [
-    ['filename'],
-    ['format_name', 'f'],
-    ['stream_index', 'si'],
-    ['seek_point', 'sp'],
-    ['streams', 's'],
-    ['loop'],
-    ['discontinuity'],
-    ['dec_threads'],
-    ['format_opts'],
-  ],
-  amovie: [
-    ['filename'],
-    ['format_name', 'f'],
-    ['stream_index', 'si'],
-    ['seek_point', 'sp'],
-    ['streams', 's'],
-    ['loop'],
-    ['discontinuity'],
-    ['dec_threads'],
-    ['format_opts'],
-  ],
+  movie: MOVIE_OPTIONS,
+  amovie: MOVIE_OPTIONS,
   lut3d: [['file'], ['clut'], ['interp']],
   lut1d: [['file'], ['interp']],
   curves: [['preset'], ['master', 'm'], ['red', 'r'], ['green', 'g'], ['blue', 'b'], ['all'], ['psfile'], ['plot']],
