@@ -10,7 +10,7 @@ import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
 import { objectKey } from '../storage/object-keys.ts';
-import { admit, sharedVcpus } from './admission.ts';
+import { admitToCapacity, sharedVcpus } from './admission.ts';
 import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
@@ -147,8 +147,7 @@ export class Reconciler {
     const limit = capacity === null ? UNLIMITED_PASS_SIZE : capacity + 1;
     const candidates = await this.options.commands.admissible(limit);
     if (candidates.length === 0) return;
-    const maxByAccount = new Map(candidates.map((command) => [command.accountId, command.planMaxVcpus]));
-    const admitted = admit({ running, queued: candidates, maxVcpusOf: (id) => maxByAccount.get(id) ?? 0, capacityVcpus: capacity });
+    const admitted = admitToCapacity(running, candidates, capacity);
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit) this.kick();
     for (const id of admitted) {
