@@ -147,7 +147,6 @@ export class LocalProcessBackend implements JobBackend {
         ffmpegSeconds: null,
         inputBytes: 0,
       });
-      job.finished = true;
       job.runner = null;
     });
     return runner;
@@ -188,9 +187,7 @@ export class LocalProcessBackend implements JobBackend {
         ffmpegSeconds: null,
         inputBytes: 0,
       });
-      job.runner = null;
-      stopProcessGroup(runner.child); // never used again: its close finds no job
-      runner.job = null;
+      this.stopRunnerOf(job);
     }, request.deadlineSeconds * 1000);
   }
 
@@ -199,12 +196,16 @@ export class LocalProcessBackend implements JobBackend {
     if (!job) return;
     this.jobs.delete(name);
     if (job.deadline) clearTimeout(job.deadline);
-    // Still working on it: stop that runner (it is not used again).
-    if (job.runner) {
-      job.runner.job = null;
-      stopProcessGroup(job.runner.child);
-      job.runner = null;
-    }
+    this.stopRunnerOf(job);
+  }
+
+  /** Stops the runner still working on a job. It is never used again, and its exit reports nothing. */
+  private stopRunnerOf(job: LocalJob): void {
+    const runner = job.runner;
+    if (runner === null) return;
+    job.runner = null;
+    runner.job = null;
+    stopProcessGroup(runner.child);
   }
 
   async close(): Promise<void> {
