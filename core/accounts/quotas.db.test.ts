@@ -1,5 +1,6 @@
 // Quotas by plan, read from the database: a new command needs this month's processing quota and room
 // for its outputs; stored files count until deleted or failed.
+import { newCaller } from './testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
@@ -8,7 +9,7 @@ import { CommandsRepo } from '../commands/commands-repo.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
 import { FilesRepo } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';
-import { AccountsRepo, type Caller } from './accounts-repo.ts';
+import { AccountsRepo } from './accounts-repo.ts';
 import { PlansRepo } from './plans-repo.ts';
 import { Quotas } from './quotas.ts';
 import { PlanRefusal } from './plan-refusal.ts';
@@ -28,8 +29,8 @@ async function quotaFixture() {
     privateFiles: false,
   });
   const accounts = new AccountsRepo(database.db);
-  const account = await accounts.createAccount('acme', 'tiny');
-  const caller = (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key)) as Caller;
+  const caller = await newCaller(accounts, 'acme', 'tiny');
+  const account = caller.account;
   const commands = new CommandsRepo(database.db);
   const files = new FilesRepo(database.db);
   const processed = async (bytes: number, createdAt: Date) => {

@@ -1,5 +1,6 @@
 // The reconciler's queue reads: which QUEUED commands fit their account's plan next to what it runs
 // (FIFO per account, oldest first across accounts), and which ask more than a lowered plan allows.
+import { newCaller } from '../accounts/testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { singleCommandRow } from '../../api/commands/submission.ts';
@@ -23,10 +24,7 @@ async function queueFixture() {
     processingQuotaBytesPerMonth: 1e9,
     privateFiles: false,
   });
-  const caller = async (name: string): Promise<Caller> => {
-    const account = await accounts.createAccount(name, 'small');
-    return (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key))!;
-  };
+  const caller = (name: string) => newCaller(accounts, name, 'small');
   const commands = new CommandsRepo(database.db);
   const labels = new Map<string, string>();
   /** Submits a command with these vCPUs; `label` names it in assertions. */

@@ -1,10 +1,11 @@
 // The poll path on a real database: a command with its outputs in one query, scoped by account, served
 // from memory until the database notifies a change, whoever made it.
+import { newCaller } from '../accounts/testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { singleCommandRow } from '../../api/commands/submission.ts';
-import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
+import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { openDatabase } from '../db/database.ts';
 import { createTestDatabaseUrl, testDatabaseKind } from '../db/testing/test-database.ts';
 import { FilesRepo, type NewFileRow } from '../files/files-repo.ts';
@@ -23,12 +24,8 @@ async function pollFixture() {
   counted.findWithOutputs = (id) => (loads++, commands.findWithOutputs(id));
   const polls = await watchedPollCache(database, counted);
   const accounts = new AccountsRepo(database.db);
-  const callerFor = async (name: string): Promise<Caller> => {
-    const account = await accounts.createAccount(name, 'pro');
-    return (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key))!;
-  };
-  const owner = await callerFor('owner');
-  const stranger = await callerFor('stranger');
+  const owner = await newCaller(accounts, 'owner', 'pro');
+  const stranger = await newCaller(accounts, 'stranger', 'pro');
   const newCommand = async (): Promise<string> => {
     const row = singleCommandRow(owner, {
       ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}} {{out_2}}',

@@ -1,5 +1,6 @@
 // The reconciler on its own: a real database (PGlite, or PostgreSQL), a fixed clock, and a job backend
 // double in place of runners, so each rule is seen directly rather than through ffmpeg end to end.
+import { newCaller } from '../accounts/testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -94,10 +95,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     privateFiles: true,
   });
   const accounts = new AccountsRepo(database.db);
-  const caller = async (name: string): Promise<Caller> => {
-    const account = await accounts.createAccount(name, 'four');
-    return (await accounts.authenticate((await accounts.createKey(account.id, 'main')).key))!;
-  };
+  const caller = (name: string) => newCaller(accounts, name, 'four');
   const commands = new CommandsRepo(database.db);
   const backend = new RecordingJobBackend(o.capacity === undefined ? 2 : o.capacity);
   const now = new Date('2026-11-23T12:00:00Z');
