@@ -48,7 +48,7 @@ const notEmpty = <T>(what: string) =>
   v.minEntries<Entries<T>, number, string>(1, msg('value_error', `Value error, ${what} must name at least one file`));
 
 // An out_playlist_ output is an HLS or DASH manifest (its segments are stored with it).
-const PLAYLIST_ALIAS = /^out_playlist_/;
+export const PLAYLIST_ALIAS = /^out_playlist_/;
 const MANIFEST_NAME = /\.([Mm]3[Uu]8|[Mm][Pp][Dd])$/;
 const playlistsAreManifests = [
   v.rawCheck<Record<string, string>>(({ dataset, addIssue }) => {
@@ -109,7 +109,7 @@ const commandLine = v.pipe(
   v.metadata({ description: COMMAND_LINE }),
 );
 
-// Either inputs from URLs or one zip of them, not both: checked here with its statement (submission checks it again).
+// Either inputs from URLs or one zip of them, not both: checked here, with its statement for the document.
 type InputsOrFolder = { input_files?: Entries<string> | null; input_compressed_folder?: string | null };
 const eitherInputsOrFolder = <T extends InputsOrFolder>() =>
   [
