@@ -189,6 +189,15 @@ describe('the runner process (main.ts)', () => {
     assert.deepEqual(runner.events.map(label), ['DOWNLOADING']);
   });
 
+  test('an idle warm runner (between jobs, stdin open) exits 143 on SIGTERM', { timeout: 5_000 }, async () => {
+    const runner = startRunner();
+    runner.child.stdin.write(`${JSON.stringify(refusedSpec())}\n`);
+    await runner.waitFor((e) => e.type === 'result');
+    await new Promise((r) => setTimeout(r, 500)); // past the step's clean-up: waiting for the next spec
+    runner.child.kill('SIGTERM');
+    assert.equal(await runner.exit, 143, runner.stderr());
+  });
+
   test('a runner that cannot confine ffmpeg fails each step INTERNAL_ERROR, saying why', async () => {
     const runner = startRunner({ FFOP_CONFINEMENT_CHECKED: '', FFOP_BWRAP_PATH: '/nonexistent/bwrap' });
     runner.child.stdin.end(`${JSON.stringify(refusedSpec())}\n`);

@@ -67,10 +67,18 @@ async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void): Promi
 const toStdout = (event: RunnerEvent) => void process.stdout.write(JSON.stringify(event) + '\n');
 const fromEnv = process.env[RUNNER_ENV.spec];
 if (fromEnv === undefined) {
-  // Told to stop: the backend keeps stdin open, so end the wait for the next spec, or the runner would
-  // linger (holding its uid) until it is killed.
-  abort.signal.addEventListener('abort', () => process.stdin.destroy(), { once: true });
-  for await (const line of createInterface({ input: process.stdin })) {
+  // Told to stop: the backend keeps stdin open, so end the wait for the next spec (closing the reader
+  // ends the loop, idle or after the step in progress), or the runner would linger, holding its uid.
+  const specs = createInterface({ input: process.stdin });
+  abort.signal.addEventListener(
+    'abort',
+    () => {
+      specs.close();
+      process.stdin.destroy();
+    },
+    { once: true },
+  );
+  for await (const line of specs) {
     if (line.trim() === '') continue;
     await runOne(JSON.parse(line) as StepSpec, toStdout);
     if (abort.signal.aborted) break;
