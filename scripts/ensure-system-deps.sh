@@ -14,6 +14,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)   # test control plane cer
 command -v curl >/dev/null 2>&1 || need+=(curl)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv) # scripts/schemathesis.sh         # scripts/versitygw.sh readiness checks
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)   # scripts/lint.sh
+# The dashboard's browser tests (e2e/dashboard): headless Chromium, driven by playwright-core.
+command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
 if [ "${FFOP_NEED_POSTGRES:-0}" = 1 ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 fi

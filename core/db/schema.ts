@@ -1,7 +1,20 @@
 // One pg-core schema for both drivers (postgres.js against PostgreSQL, PGlite in embedded mode).
 // Migrations in core/db/migrations are generated from this file by drizzle-kit.
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, doublePrecision, index, integer, jsonb, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uuid,
+} from 'drizzle-orm/pg-core';
 import type { MediaInfo } from '../media/media-info.ts';
 import type { ParsedCommand } from '../commands/parsed-command.ts';
 import type { CommandStatus, CommandType } from '../commands/command-status.ts';
@@ -66,6 +79,13 @@ export interface DeclaredOutput {
   kind: 'file' | 'playlist' | 'folder';
 }
 
+/** ffmpeg's `-progress` of the running step; durationSeconds when the inputs' duration is known. */
+export interface CommandProgress {
+  outTimeSeconds: number;
+  speed: number | null;
+  durationSeconds: number | null;
+}
+
 export const commands = pgTable(
   'commands',
   {
@@ -102,6 +122,10 @@ export const commands = pgTable(
     resourceCreatedAt: timestamp('resource_created_at', { withTimezone: true, precision: 3 }),
     startedAt: timestamp('started_at', { withTimezone: true, precision: 3 }),
     finishedAt: timestamp('finished_at', { withTimezone: true, precision: 3 }),
+    /** How far ffmpeg is in the current step (runner progress events); null before ffmpeg starts. */
+    progress: jsonb('progress').$type<CommandProgress | null>(),
+    /** `POST /v1/commands/{id}/cancel` on a running command: the reconciler stops its job and fails it. */
+    cancelRequestedAt: timestamp('cancel_requested_at', { withTimezone: true, precision: 3 }),
   },
   (t) => [
     index('commands_account_created_idx').on(t.accountId, t.createdAt),
@@ -168,4 +192,65 @@ export const jobEvents = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   (t) => [index('job_events_job_idx').on(t.jobName)],
+);
+
+/** One webhook per account and environment: where ended commands and stored files are announced. */
+export const webhooks = pgTable(
+  'webhooks',
+  {
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    environmentName: text('environment_name').notNull(),
+    url: text('url').notNull(),
+    /** Standard Webhooks signing secret, "whsec_" + base64 of 24 random bytes. */
+    secret: text('secret').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.environmentName] })],
+);
+
+/** One attempt to deliver a webhook message, as the delivery log shows it. */
+export interface WebhookAttempt {
+  at: string;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * Webhook messages, written by database triggers in the same transaction as the change they announce
+ * (a command ending, a stored file reaching STORED or FAILED), so none is lost; a worker sends them.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    /** The Standard Webhooks message id ("msg_" + this), the same on every retry. */
+    id: uuid('id').primaryKey(),
+    accountId: uuid('account_id')
+      .notNull()
+      .references(() => accounts.id),
+    environmentName: text('environment_name').notNull(),
+    /** command.finished, file.finished, webhook.test */
+    eventType: text('event_type').notNull(),
+    subjectId: uuid('subject_id'),
+    /** The JSON body, fixed at the first attempt so that every retry sends the same bytes. */
+    payload: text('payload'),
+    /** PENDING, DELIVERED, FAILED */
+    status: text('status').notNull(),
+    attempts: jsonb('attempts')
+      .$type<WebhookAttempt[]>()
+      .notNull()
+      .default(sql`'[]'::jsonb`),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true, precision: 3 }),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true, precision: 3 }),
+  },
+  (t) => [
+    index('webhook_deliveries_account_idx').on(t.accountId, t.environmentName, t.createdAt),
+    index('webhook_deliveries_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'PENDING'`),
+  ],
 );
