@@ -8,6 +8,7 @@ import { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { singleCommandRow } from '../../api/commands/submission.ts';
 import { makeClip, startMediaServer, type MediaServer } from '../harness.ts';
 import { startClusterService, type ClusterService } from './service-fixture.ts';
+import { PlansRepo } from '../../core/accounts/plans-repo.ts';
 
 describe('cluster mode', () => {
   let svc: ClusterService;
@@ -150,7 +151,17 @@ describe('cluster mode', () => {
   });
 
   test('admission holds a second command QUEUED until the first finishes', async () => {
-    const api = svc.client(await svc.newAccount('free')); // 4 vCPUs
+    // 4 vCPUs like 'free', with a rate limit the 20 polls a second of a slow run cannot reach.
+    await new PlansRepo(svc.database.db).create({
+      name: 'admission-test',
+      maxVcpus: 4,
+      maxCommandRunSeconds: 600,
+      requestsPerMinute: 1_000_000,
+      storageQuotaBytes: 1e9,
+      processingQuotaBytesPerMonth: 1e9,
+      privateFiles: false,
+    });
+    const api = svc.client(await svc.newAccount('admission-test'));
     const body = {
       ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=10:duration=2 -c:v libx264 -preset ultrafast {{out_1}}',
       output_files: { out_1: 'o.mp4' },
