@@ -14,8 +14,12 @@ import type { Storage } from '../core/storage/storage.ts';
 import { requireApiKey, type AppEnv } from './auth.ts';
 import { commandRoutes, type CommandRoutesDeps } from './routes/commands.ts';
 import { docsRoutes } from './routes/docs.ts';
+import { dashboardRoutes } from './dashboard/dashboard-routes.ts';
 import { RequestInvalid } from './validation.ts';
 import { allowedMethods, answerUnroutedMethod, methodGuard } from './routes/allowed-methods.ts';
+import { webhookRoutes, type WebhookRoutesDeps } from './routes/webhook.ts';
+import type { Metrics } from '../core/metrics/metrics.ts';
+import { httpLatency, metricsRoute } from './metrics-route.ts';
 
 export interface AppDeps {
   accounts: AccountsRepo;
@@ -25,6 +29,8 @@ export interface AppDeps {
   files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
+  /** A command's cancel was recorded (embedded mode: ask the reconciler for a pass). */
+  cancelRequested?: (commandId: string) => void;
   kickFileTasks: () => void;
   /** Validity of upload part URLs (seconds, at most 7 days). */
   uploadTtlSeconds: number;
@@ -41,11 +47,18 @@ export interface AppDeps {
   authFailures?: { maxFailures: number; windowSeconds: number };
   /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
   trustedProxies?: readonly string[];
+  /** The webhook of the caller's environment: its repo and the address policy of FFOP_ALLOW_ADDRESSES. */
+  webhooks: Omit<WebhookRoutesDeps, 'clock'>;
+  /** Prometheus metrics: every request's latency is recorded by route pattern. */
+  metrics?: Metrics;
+  /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; FFOP_METRICS_TOKEN when set). */
+  metricsEndpoint?: { token: string | null };
 }
 
 export function createApp(d: AppDeps): Hono {
   const clock = d.clock ?? (() => new Date());
   const app = new Hono();
+  if (d.metrics) app.use('*', httpLatency(d.metrics));
 
   app.onError((err, c) => {
     if (err instanceof RequestInvalid) return c.json({ detail: err.detail }, 422);
@@ -62,6 +75,7 @@ export function createApp(d: AppDeps): Hono {
     const ok = d.ready ? await d.ready().catch(() => false) : true;
     return c.json({ status: ok ? 'ready' : 'not ready' }, ok ? 200 : 503);
   });
+  if (d.metrics && d.metricsEndpoint) app.route('/', metricsRoute(d.metrics, d.metricsEndpoint.token));
 
   const api = new Hono<AppEnv>();
   const limitBody: MiddlewareHandler<AppEnv> = bodyLimit({
@@ -93,14 +107,24 @@ export function createApp(d: AppDeps): Hono {
   const quotas = new Quotas(d.files, clock);
   api.route(
     '/',
-    commandRoutes({ commands: d.commands, readCommand: d.readCommand, quotas, storage: d.storage, dispatch: d.dispatch, clock }),
+    commandRoutes({
+      commands: d.commands,
+      readCommand: d.readCommand,
+      quotas,
+      storage: d.storage,
+      dispatch: d.dispatch,
+      cancelRequested: d.cancelRequested,
+      clock,
+    }),
   );
   api.route(
     '/',
     fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),
   );
+  api.route('/', webhookRoutes({ ...d.webhooks, clock }));
 
   app.route('/', docsRoutes(api));
+  app.route('/', dashboardRoutes(d.storage));
   if (d.storageRoutes) app.route('/', d.storageRoutes);
   if (d.jobEventRoutes) app.route('/', d.jobEventRoutes);
   app.route('/', api);

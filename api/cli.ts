@@ -6,6 +6,7 @@ import { GB, PlanError, type Plan, type PlanLimits } from '../core/accounts/plan
 import { loadConfig } from '../core/config.ts';
 import { openDatabase, type Database } from '../core/db/database.ts';
 import { adminSocketPath, runThroughAdminSocket } from './admin-socket.ts';
+import { runWebhookCli, WEBHOOK_USAGE, WebhookUsageError } from './webhooks/webhook-cli.ts';
 
 const USAGE = `usage: npm run cli -- <command>
   accounts create <name> [--plan <plan>]      create an account (default plan: free)
@@ -19,12 +20,17 @@ const USAGE = `usage: npm run cli -- <command>
         --storage-quota-gb N --processing-quota-gb N --private-files yes|no
                                                create a plan (every limit is required)
   plans set <name> [--max-vcpus N] [...]       change some limits of a plan (same options)
+${WEBHOOK_USAGE}
 Plan names are 1 to 40 of a-z, 0-9 and -. Limits are positive; GB = 10^9 bytes (may be decimal).
 The database is the service's (FFOP_DATA_DIR / FFOP_DATABASE_URL, as for the service). While the
 embedded service runs (PGlite allows one process), the command goes through its admin socket.`;
 
 /** Runs one CLI command. With `database` (the running service's admin socket) that database is used. */
-export async function runCli(argv: string[], out: (line: string) => void, opts: { database?: Database } = {}): Promise<number> {
+export async function runCli(
+  argv: string[],
+  out: (line: string) => void,
+  opts: { database?: Database; allowAddresses?: string[] } = {},
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
@@ -101,11 +107,34 @@ export async function runCli(argv: string[], out: (line: string) => void, opts: 
         out(`revoked key ${id}`);
         return 0;
       }
+      case 'webhook set':
+      case 'webhook show':
+      case 'webhook delete':
+      case 'webhook test':
+      case 'webhook deliveries':
+        return await runWebhookCli(
+          database.db,
+          {
+            action,
+            account: await account(rest[0]),
+            environment: values.env ?? values.environment ?? 'main',
+            url: values.url,
+            rotateSecret: values['rotate-secret'] ?? false,
+            limit: values.limit,
+            allowAddresses: opts.allowAddresses ?? loadConfig().allowAddresses,
+          },
+          out,
+        );
       default:
         throw new UsageError(`unknown command "${positionals.join(' ')}"`);
     }
   } catch (err) {
-    if (err instanceof UsageError || err instanceof PlanError || (err as Error).message.startsWith('environment')) {
+    if (
+      err instanceof UsageError ||
+      err instanceof WebhookUsageError ||
+      err instanceof PlanError ||
+      (err as Error).message.startsWith('environment')
+    ) {
       out(`error: ${(err as Error).message}`);
       return 2;
     }
@@ -132,6 +161,11 @@ const OPTIONS = {
   env: { type: 'string' },
   label: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  // webhook (--environment is the long form of --env)
+  environment: { type: 'string' },
+  url: { type: 'string' },
+  'rotate-secret': { type: 'boolean' },
+  limit: { type: 'string' },
   ...Object.fromEntries(Object.keys(PLAN_OPTIONS).map((o) => [o, { type: 'string' }])),
 } as const satisfies ParseArgsConfig['options'];
 

@@ -18,6 +18,11 @@ import { createFfmpegCommand } from '../core/k8s/ffmpeg-command.ts';
 import { createApp } from './app.ts';
 import { listen } from './listen.ts';
 import { jobEventRoutes } from './routes/job-events.ts';
+import { createAddressPolicy } from '../core/net/address-policy.ts';
+import { WebhooksRepo } from '../core/webhooks/webhooks-repo.ts';
+import { startWebhookWorker } from './webhooks/webhook-worker.ts';
+import { createMetrics } from '../core/metrics/metrics.ts';
+import { startMetricsServer, type MetricsServerOptions } from '../core/metrics/metrics-server.ts';
 
 export interface ClusterApiOptions {
   kubeconfig: KubeConfig;
@@ -32,11 +37,15 @@ export interface ClusterApiOptions {
   /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
   trustedProxies?: string[];
   uploadTtlSeconds: number;
+  /** FFOP_ALLOW_ADDRESSES: exceptions to the SSRF guard of webhook URLs (none when absent). */
+  allowAddresses?: string[];
+  /** Serves /metrics on a port of its own (FFOP_METRICS_*), apart from the public API port; none when absent. */
+  metricsServer?: Pick<MetricsServerOptions, 'host' | 'port' | 'token'>;
 }
 
 export async function startClusterApi(
   o: ClusterApiOptions,
-): Promise<{ url: string; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
+): Promise<{ url: string; metricsUrl: string | null; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
   const accounts = new AccountsRepo(o.database.db);
   const commands = new CommandsRepo(o.database.db);
   const customObjects = o.kubeconfig.makeApiClient(CustomObjectsApi);
@@ -54,12 +63,26 @@ export async function startClusterApi(
   // The operator writes command states in its own process: the database's notifications reach here.
   const polls = await watchedPollCache(o.database, commands);
   const stopKeyWatch = await watchKeyChanges(o.database);
+  const allowAddresses = o.allowAddresses ?? [];
+  const files = new FilesRepo(o.database.db);
+  // HTTP latency, webhook deliveries and the process; the state gauges are the operator's.
+  const metrics = createMetrics();
+  // Every API replica sends webhooks: each claims different deliveries (webhooks-repo.ts).
+  const webhookWorker = await startWebhookWorker({
+    database: o.database,
+    commands,
+    files,
+    storage: o.storage,
+    logger: o.logger,
+    allowAddresses,
+    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
+  });
   const app = createApp({
     trustedProxies: o.trustedProxies,
     accounts,
     commands,
     readCommand: polls.find,
-    files: new FilesRepo(o.database.db),
+    files,
     storage: o.storage,
     logger: o.logger,
     dispatch,
@@ -67,15 +90,23 @@ export async function startClusterApi(
     uploadTtlSeconds: o.uploadTtlSeconds,
     storageRoutes: o.storageRoutes,
     jobEventRoutes: jobEventRoutes(new JobEventsRepo(o.database.db), o.tokenSecret),
+    webhooks: { webhooks: new WebhooksRepo(o.database.db), addressPolicy: createAddressPolicy(allowAddresses) },
+    metrics,
   });
   const server: ServerType = await listen(app.fetch, o.host, o.port);
   const port = (server.address() as AddressInfo).port;
+  const metricsServer = o.metricsServer
+    ? await startMetricsServer({ ...o.metricsServer, registry: metrics.registry, logger: o.logger })
+    : null;
   return {
     url: `http://${o.host}:${port}`,
+    metricsUrl: metricsServer?.url ?? null,
     accounts,
     commands,
     close: async () => {
       await new Promise<void>((res) => server.close(() => res()));
+      await metricsServer?.close();
+      await webhookWorker.stop();
       await polls.stop();
       await stopKeyWatch();
     },

@@ -7,6 +7,7 @@ import { createLogger } from '../core/logger.ts';
 import { createStorage } from '../core/storage/create-storage.ts';
 import { publicFilesProxy } from './routes/public-files-proxy.ts';
 import { startClusterApi } from './cluster-api.ts';
+import { CLUSTER_API_METRICS_PORT, metricsServerSettings } from '../core/metrics/metrics-server.ts';
 
 const config = loadConfig();
 const cluster = loadClusterConfig();
@@ -27,6 +28,8 @@ const api = await startClusterApi({
   trustedProxies: config.trustedProxies,
   port: config.port,
   uploadTtlSeconds: uploadUrlTtlSeconds(config),
+  allowAddresses: config.allowAddresses,
+  metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
 });
 logger.info({ url: api.url }, 'ffmpeg-operator API started (cluster mode)');
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

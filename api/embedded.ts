@@ -30,6 +30,11 @@ import { runCli } from './cli.ts';
 import { secureDataPermissions } from '../core/data-permissions.ts';
 import { confinementFromConfig } from '../core/confine/from-config.ts';
 import { runnerEnvFor } from '../core/confine/set-up.ts';
+import { createMetrics } from '../core/metrics/metrics.ts';
+import { registerStateGauges } from '../core/metrics/state-gauges.ts';
+import { createAddressPolicy } from '../core/net/address-policy.ts';
+import { WebhooksRepo } from '../core/webhooks/webhooks-repo.ts';
+import { startWebhookWorker, type WebhookWorker } from './webhooks/webhook-worker.ts';
 
 export interface EmbeddedService {
   url: string;
@@ -40,6 +45,8 @@ export interface EmbeddedService {
   storage: Storage;
   reconciler: Reconciler;
   fileTasks: FileTasks;
+  /** Sends webhook deliveries. */
+  webhookWorker: WebhookWorker;
   /** Set on the very first start: the default account's key (printed once). */
   initialKey: string | null;
   close(): Promise<void>;
@@ -82,6 +89,9 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       localDir: config.storageDir,
       s3: config.s3 ?? undefined,
     });
+    // This process runs the reconciler, so it also exposes the state read from the database.
+    const metrics = createMetrics();
+    registerStateGauges(metrics.registry, database.db);
     const backend = new LocalProcessBackend({
       logger,
       workRoot: config.workDir,
@@ -103,6 +113,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       logger,
       prober,
       maxThreads: config.localMaxVcpus,
+      metrics: metrics.engine,
     });
     const { reconciler, fileTasks } = engine;
     const app = createApp({
@@ -113,11 +124,15 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       storage,
       logger,
       dispatch: () => reconciler.submitted(),
+      cancelRequested: () => reconciler.kick(),
       kickFileTasks: () => fileTasks.kick(),
       uploadTtlSeconds: uploadUrlTtlSeconds(config),
       storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
       trustedProxies: config.trustedProxies,
+      metrics,
+      metricsEndpoint: { token: config.metricsToken },
+      webhooks: { webhooks: new WebhooksRepo(database.db), addressPolicy: createAddressPolicy(config.allowAddresses) },
       ready: async () => {
         await database.db.execute(sql`select 1`);
         return true;
@@ -126,7 +141,18 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
     handler = (req, env) => app.fetch(req, env);
     const url = publicUrl;
     await engine.start();
-    const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, runCli);
+    const webhookWorker = await startWebhookWorker({
+      database,
+      commands,
+      files,
+      storage,
+      logger,
+      allowAddresses: config.allowAddresses,
+      onAttempt: (outcome) => metrics.webhookAttempt(outcome),
+    });
+    const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, (argv, out, o) =>
+      runCli(argv, out, { ...o, allowAddresses: config.allowAddresses }),
+    );
     logger.info(
       { url, database: database.driver, storage: config.storage, data_dir: config.dataDir },
       'ffmpeg-operator started (embedded mode)',
@@ -140,11 +166,13 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       storage,
       reconciler,
       fileTasks,
+      webhookWorker,
       initialKey,
       close: async () => {
         await admin.close();
         await new Promise<void>((res) => server.close(() => res()));
         await engine.stop();
+        await webhookWorker.stop();
         await backend.close();
         await polls.stop();
         await stopKeyWatch();

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAllYaml, type V1Deployment } from '@kubernetes/client-node';
 import { loadClusterConfig } from '../core/cluster-config.ts';
+import { loadConfig } from '../core/config.ts';
+import { metricsServerSettings, OPERATOR_METRICS_PORT } from '../core/metrics/metrics-server.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const CHART = join(ROOT, 'charts', 'ffmpeg-operator');
@@ -55,7 +57,13 @@ const EVERYTHING = {
   'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]': 'amd64',
   'allowAddresses[0]': '10.20.0.0/16',
   'api.trustedProxies[0]': '10.0.0.1',
+  'metrics.tokenSecret.name': 'metrics',
+  'metrics.serviceMonitor.enabled': 'true',
+  'metrics.serviceMonitor.scrapeTimeout': '10s',
+  'metrics.serviceMonitor.labels.release': 'prometheus',
 };
+/** The ServiceMonitor on the pod network: the operator's metrics Service too. */
+const SERVICE_MONITOR = { ...REQUIRED, 'metrics.serviceMonitor.enabled': 'true' };
 
 interface Result {
   code: number;
@@ -122,6 +130,9 @@ describe('the Helm chart', () => {
     };
     await kubectl(['apply', '--server-side', '-f', join(CHART, 'crds')]);
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ffmpegcommands.ffmpeg-operator.dev']);
+    // The Prometheus Operator's ServiceMonitor kind, so that the chart's ServiceMonitor is validated too.
+    await kubectl(['apply', '--server-side', '-f', join(CONTROL_PLANE, 'fixtures', 'servicemonitor-crd-minimal.yaml')]);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/servicemonitors.monitoring.coreos.com']);
     await kubectl(['create', 'namespace', NS]);
   });
 
@@ -139,6 +150,7 @@ describe('the Helm chart', () => {
   for (const [what, values] of [
     ['defaults and the required values', REQUIRED],
     ['every optional feature on', EVERYTHING],
+    ['the ServiceMonitor on the pod network', SERVICE_MONITOR],
   ] as const) {
     test(`renders with ${what}, and the API server accepts every document (server-side dry run, strict validation)`, async () => {
       const rendered = await template({
@@ -189,6 +201,7 @@ describe('the Helm chart', () => {
       FFOP_S3_SECRET_KEY: 's3',
       FFOP_JOB_TOKEN_SECRET: 'keys',
       FFOP_SIGNING_KEY: 'keys',
+      FFOP_METRICS_TOKEN: 'metrics',
     });
     // Placement of the operator's own pods is not the runners' one.
     assert.deepEqual(operator.spec!.template.spec!.nodeSelector, { 'kubernetes.io/os': 'linux' });
@@ -215,6 +228,79 @@ describe('the Helm chart', () => {
       operator.spec!.template.spec!.containers[0].env!.find((e) => e.name === 'POD_NAME')!.valueFrom!.fieldRef!.fieldPath,
       'metadata.name',
     );
+  });
+
+  test('metrics: their own ports on the API and the operator, Services, the ServiceMonitor only when asked for', async () => {
+    type Doc = { kind: string; metadata: { name: string; labels: Record<string, string> }; spec: any };
+    // Plain objects (loadAllYaml makes class instances of known kinds), so that deepEqual compares fields only.
+    const render = async (values: Record<string, string>) =>
+      JSON.parse(JSON.stringify(loadAllYaml(await template(values)).filter(Boolean))) as Doc[];
+    const deployment = (docs: Doc[], suffix: string) =>
+      docs.find((d) => d.kind === 'Deployment' && d.metadata.name.endsWith(suffix)) as unknown as V1Deployment;
+    const envOf = (d: V1Deployment) =>
+      Object.fromEntries(d.spec!.template.spec!.containers[0].env!.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+    /** Only the metrics settings: loadConfig would want the S3 keys the pod gets from its Secret. */
+    const metricsEnvOf = (d: V1Deployment) => Object.fromEntries(Object.entries(envOf(d)).filter(([k]) => k.startsWith('FFOP_METRICS_')));
+    const portsOf = (d: V1Deployment) => (d.spec!.template.spec!.containers[0].ports ?? []).map((p) => `${p.name}:${p.containerPort}`);
+
+    const defaults = await render(REQUIRED);
+    const api = deployment(defaults, '-api');
+    const operator = deployment(defaults, '-operator');
+    assert.deepEqual(portsOf(api), ['http:8080', 'metrics:9465']);
+    assert.deepEqual(portsOf(operator), ['metrics:9464']);
+    // What the operator's code makes of its environment: all interfaces, its port, no token.
+    assert.deepEqual(metricsServerSettings(loadConfig(metricsEnvOf(operator)), OPERATOR_METRICS_PORT), {
+      host: '0.0.0.0',
+      port: 9464,
+      token: null,
+    });
+    assert.equal(envOf(api).FFOP_METRICS_PORT, '9465');
+    const services = defaults.filter((d) => d.kind === 'Service');
+    const apiService = services.find((d) => d.metadata.name.endsWith('-api'))!;
+    assert.deepEqual(
+      apiService.spec.ports.map((p: { name: string }) => p.name),
+      ['http', 'metrics'],
+    );
+    const operatorMetrics = services.find((d) => d.metadata.name.endsWith('-operator-metrics'))!;
+    assert.equal(operatorMetrics.metadata.labels['app.kubernetes.io/component'], 'operator');
+    assert.deepEqual(operatorMetrics.spec.ports, [{ name: 'metrics', port: 9464, targetPort: 'metrics', protocol: 'TCP' }]);
+    assert.ok(!defaults.some((d) => d.kind === 'ServiceMonitor'), 'no ServiceMonitor by default');
+
+    const monitored = await render(SERVICE_MONITOR);
+    const monitor = monitored.find((d) => d.kind === 'ServiceMonitor')!;
+    assert.deepEqual(monitor.spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    assert.deepEqual(monitor.spec.namespaceSelector, { matchNames: [NS] });
+    // It selects the API's Service and the operator's metrics Service: both carry its labels.
+    for (const service of monitored.filter((d) => d.kind === 'Service')) {
+      for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels as Record<string, string>))
+        assert.equal(service.metadata.labels[k], v);
+      assert.ok(['api', 'operator'].includes(service.metadata.labels['app.kubernetes.io/component']));
+    }
+
+    // With a token: both containers read it from the Secret, and the ServiceMonitor sends it.
+    const everything = await render({ 's3.endpoint': REQUIRED['s3.endpoint'], 's3.bucket': REQUIRED['s3.bucket'], ...EVERYTHING });
+    const withToken = everything.find((d) => d.kind === 'ServiceMonitor')!;
+    assert.deepEqual(withToken.spec.endpoints[0].authorization, { type: 'Bearer', credentials: { name: 'metrics', key: 'metrics-token' } });
+    assert.equal(withToken.spec.endpoints[0].scrapeTimeout, '10s');
+    assert.equal(withToken.metadata.labels.release, 'prometheus');
+    for (const suffix of ['-api', '-operator']) {
+      const token = deployment(everything, suffix).spec!.template.spec!.containers[0].env!.find((e) => e.name === 'FFOP_METRICS_TOKEN');
+      assert.deepEqual(token?.valueFrom?.secretKeyRef, { name: 'metrics', key: 'metrics-token' }, suffix);
+    }
+    // hostNetwork: the operator's replicas would take the same port of a node, so it serves none.
+    assert.equal(envOf(deployment(everything, '-operator')).FFOP_METRICS_PORT, 'off');
+    assert.deepEqual(portsOf(deployment(everything, '-operator')), []);
+    assert.ok(!everything.some((d) => d.kind === 'Service' && d.metadata.name.endsWith('-operator-metrics')));
+    assert.deepEqual(portsOf(deployment(everything, '-api')), ['http:8080', 'metrics:9465']);
+
+    // metrics.enabled=false: no metrics port anywhere, and no ServiceMonitor even when asked for.
+    const off = await render({ ...SERVICE_MONITOR, 'metrics.enabled': 'false' });
+    for (const suffix of ['-api', '-operator']) {
+      assert.equal(envOf(deployment(off, suffix)).FFOP_METRICS_PORT, 'off', suffix);
+      assert.ok(!portsOf(deployment(off, suffix)).some((p) => p.startsWith('metrics')), suffix);
+    }
+    assert.ok(!off.some((d) => d.kind === 'ServiceMonitor' || d.metadata.name.endsWith('-operator-metrics')));
+    assert.equal(metricsServerSettings(loadConfig(metricsEnvOf(deployment(off, '-operator'))), OPERATOR_METRICS_PORT), null);
   });
 
   describe('values.schema.json refuses wrong values with a clear message', () => {
@@ -244,6 +330,12 @@ describe('the Helm chart', () => {
         sets({ ...REQUIRED, 'runner.tolerations[0].operator': 'In' }),
         [/at '\/runner\/tolerations\/0\/operator': value must be one of 'Exists', 'Equal'/],
       ],
+      [
+        'a ServiceMonitor interval that is not a Prometheus duration',
+        sets({ ...REQUIRED, 'metrics.serviceMonitor.interval': '30 seconds' }),
+        [/at '\/metrics\/serviceMonitor\/interval'/],
+      ],
+      ['a metrics port out of range', sets({ ...REQUIRED, 'metrics.operatorPort': '70000' }), [/at '\/metrics\/operatorPort'/]],
     ];
     for (const [what, args, messages] of cases) {
       test(what, async () => {

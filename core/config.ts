@@ -42,6 +42,12 @@ export interface Config {
   maxBodyBytes: number;
   logLevel: string;
   defaultAccount: string;
+  /** FFOP_METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** FFOP_METRICS_HOST: where cluster mode's metrics servers listen. */
+  metricsHost: string;
+  /** FFOP_METRICS_PORT: cluster mode's metrics port; null: the process's default; 'off': no metrics server. */
+  metricsPort: number | 'off' | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -122,7 +128,19 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',
     defaultAccount: env.FFOP_DEFAULT_ACCOUNT ?? 'default',
+    metricsToken: env.FFOP_METRICS_TOKEN || null,
+    metricsHost: env.FFOP_METRICS_HOST || '127.0.0.1',
+    metricsPort: metricsPort(env.FFOP_METRICS_PORT),
   };
+}
+
+/** Port 0 picks a free port (tests); "off" runs no metrics server. */
+function metricsPort(raw: string | undefined): number | 'off' | null {
+  if (raw === undefined || raw === '') return null;
+  if (raw === 'off') return 'off';
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`FFOP_METRICS_PORT must be a port number or "off", got "${raw}"`);
+  return n;
 }
 
 /** Upload URLs live as long as an upload may stay open, within what a presigned URL allows. */

@@ -248,11 +248,17 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
       jobNames: ['job-a'],
       queuedAt: '2025-01-02T03:04:05Z',
       durationSeconds: 1.25,
+      progress: { percent: 42.5, outTimeSeconds: 8.5, speed: 1.02 },
       outputs: [{ alias: 'out_1', fileId: randomUUID(), fileName: 'b.mp4', sizeBytes: 1234, storageKey: 'k/b.mp4' }],
       observedGeneration: 1,
     };
     await patchStatus(name, { status });
     assert.deepEqual((await read(name)).status, status);
+    // The operator's merge patch removes what is null: a percent no longer known, then the whole progress.
+    await patchStatus(name, { status: { progress: { percent: null, outTimeSeconds: 1, speed: null } } });
+    assert.deepEqual((await read(name)).status?.progress, { outTimeSeconds: 1 });
+    await patchStatus(name, { status: { progress: null } });
+    assert.equal((await read(name)).status?.progress, undefined);
 
     // A main-resource write carries no status; a status write carries no spec.
     await patch(name, { metadata: { labels: { seen: 'yes' } }, status: { phase: 'FAILED' } });
@@ -263,17 +269,29 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     assert.equal(stored.status?.stage, '');
     assert.equal(stored.spec.vcpuCount, 2);
 
-    const bad = await rejection(() => patchStatus(name, { status: { phase: 'DONE', finishedAt: 'yesterday' } }));
+    const bad = await rejection(() =>
+      patchStatus(name, { status: { phase: 'DONE', finishedAt: 'yesterday', progress: { percent: 150, outTimeSeconds: 'x' } } }),
+    );
     assert.equal(bad.code, 422);
     assertCause(bad.causes, 'status.phase', 'Unsupported value: "DONE"');
     assertCause(bad.causes, 'status.finishedAt', 'must be of type date-time');
+    assertCause(bad.causes, 'status.progress.percent', 'should be less than or equal to 100');
+    assertCause(bad.causes, 'status.progress.outTimeSeconds', 'must be of type number');
   });
 
-  test('kubectl get shows Status, Stage, vCPUs, Duration and Age (Step with -o wide)', async () => {
+  test('kubectl get shows Status, Stage, vCPUs, Duration and Age (Step and Progress with -o wide)', async () => {
     const command = validCommand();
     await create(command);
     const name = command.metadata.name;
-    await patchStatus(name, { status: { phase: 'PROCESSING', stage: 'FFMPEG_PROCESSING', currentStep: 1, durationSeconds: 12.5 } });
+    await patchStatus(name, {
+      status: {
+        phase: 'PROCESSING',
+        stage: 'FFMPEG_PROCESSING',
+        currentStep: 1,
+        durationSeconds: 12.5,
+        progress: { percent: 37.5, outTimeSeconds: 7.5, speed: 1 },
+      },
+    });
 
     for (const resource of [PLURAL, SHORT_NAME]) {
       const { stdout } = await kubectl('get', resource, name, '-n', NS);
@@ -290,6 +308,7 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
 
     const wide = parseTable((await kubectl('get', SHORT_NAME, name, '-n', NS, '-o', 'wide')).stdout);
     assert.equal(wide[0].STEP, '1');
+    assert.equal(wide[0].PROGRESS, '37.5');
 
     // The `ffmpeg` category lists commands too.
     const byCategory = parseTable((await kubectl('get', 'ffmpeg', '-n', NS)).stdout);

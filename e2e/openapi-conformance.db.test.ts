@@ -96,6 +96,8 @@ test('schemathesis: every request the OpenAPI document allows is accepted, every
     // and nothing leaves 127.0.0.1 (its URLs name made-up hosts).
     await svc.service.reconciler.stop();
     await svc.service.fileTasks.stop();
+    // schemathesis sets webhooks to made-up hosts: no delivery may look them up.
+    await svc.service.webhookWorker.stop();
     // A plan whose rate limit never binds: thousands of requests in a minute are the point.
     await new PlansRepo(svc.service.database.db).create({
       name: 'conformance',

@@ -7,6 +7,8 @@ import { createLogger } from '../core/logger.ts';
 import { createStorage } from '../core/storage/create-storage.ts';
 import { startOperator } from './operator.ts';
 import { confinementFromConfig } from '../core/confine/from-config.ts';
+import { createMetrics } from '../core/metrics/metrics.ts';
+import { metricsServerSettings, OPERATOR_METRICS_PORT, startMetricsServer } from '../core/metrics/metrics-server.ts';
 
 const config = loadConfig();
 const cluster = loadClusterConfig();
@@ -15,6 +17,10 @@ if (!config.databaseUrl.startsWith('postgres')) throw new Error('cluster mode ne
 // Stored and uploaded files are probed here, confined like every ffprobe run.
 const { prober } = await confinementFromConfig(config, logger);
 const database = await openDatabase(config.databaseUrl);
+// Every replica serves /metrics and /healthz; the leader's also carry the engine's series.
+const metrics = createMetrics();
+const metricsSettings = metricsServerSettings(config, OPERATOR_METRICS_PORT);
+const metricsServer = metricsSettings ? await startMetricsServer({ ...metricsSettings, registry: metrics.registry, logger }) : null;
 const operator = startOperator({
   kubeconfig: loadKubeConfig(),
   namespace: cluster.namespace,
@@ -44,9 +50,11 @@ const operator = startOperator({
     hostNetwork: cluster.runnerHostNetwork,
   },
   prober,
+  metrics,
 });
 const shutdown = async (code: number) => {
   await operator.stop();
+  await metricsServer?.close();
   await database.close();
   process.exit(code);
 };

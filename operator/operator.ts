@@ -3,7 +3,7 @@
 // leader election, so only one replica acts.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { CommandsRepo } from '../core/commands/commands-repo.ts';
+import { COMMAND_CANCEL_CHANNEL, CommandsRepo } from '../core/commands/commands-repo.ts';
 import type { Database } from '../core/db/database.ts';
 import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { LEADER_LEASE } from '../core/k8s/names.ts';
@@ -14,6 +14,8 @@ import { electLeader } from './cluster/leader-election.ts';
 import { createEngine, type Engine, type EngineSettings } from '../core/engine/engine.ts';
 import type { FileProber } from '../core/media/file-prober.ts';
 import type { Reconciler } from '../core/engine/reconciler.ts';
+import type { Metrics } from '../core/metrics/metrics.ts';
+import { registerStateGauges } from '../core/metrics/state-gauges.ts';
 
 export interface OperatorOptions {
   kubeconfig: KubeConfig;
@@ -38,6 +40,8 @@ export interface OperatorOptions {
   runnerPlacement?: Pick<KubernetesBackendOptions, 'nodeSelector' | 'tolerations' | 'priorityClassName' | 'hostNetwork'>;
   /** Confined ffprobe for stored and uploaded files. */
   prober: FileProber;
+  /** Prometheus metrics: the engine's events, and the state gauges once this replica leads. */
+  metrics?: Metrics;
 }
 
 export interface RunningOperator {
@@ -63,6 +67,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
   let engine: Engine | null = null;
   let backend: KubernetesBackend | null = null;
   let resources: CommandResources | null = null;
+  let stopCancelWatch: () => Promise<void> = async () => {};
   let stopped = false;
 
   const leading = leadership.acquired.then(async () => {
@@ -114,7 +119,10 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       },
       reconcileResyncMs: 1000,
       fileTasksResyncMs: 2000,
+      metrics: o.metrics?.engine,
     });
+    // Only the leader shows the database's state, so replicas do not repeat it.
+    if (o.metrics) registerStateGauges(o.metrics.registry, o.database.db);
     engine = built;
     let running = false;
     await commandResources.start(
@@ -124,9 +132,16 @@ export function startOperator(o: OperatorOptions): RunningOperator {
     await backend.start();
     await built.start();
     running = true;
+    // A cancel asked through the API (another process) is acted on at once, not at the next resync.
+    stopCancelWatch = await o.database.listen(
+      COMMAND_CANCEL_CHANNEL,
+      () => built.reconciler.kick(),
+      () => built.reconciler.kick(),
+    );
   });
 
   const stopLoops = async () => {
+    await stopCancelWatch();
     await engine?.stop();
     await backend?.close();
     await resources?.stop();

@@ -62,12 +62,26 @@ describe('httpReporter', () => {
     answers = [503];
     received.length = 0;
     const reporter = httpReporter(url, 'job-4', 'tok', FAST);
-    reporter.send({ type: 'progress', outTimeSeconds: 1, speed: 1 });
+    reporter.send({ type: 'progress', outTimeSeconds: 1, speed: 1, durationSeconds: null });
     reporter.send(result);
     assert.equal(await reporter.flush(), true);
     assert.deepEqual(
       received.map((r) => r.body.event.type),
       ['result'],
+    );
+  });
+
+  test('progress waiting behind a slow send is replaced by the newest, not queued', async () => {
+    received.length = 0;
+    const reporter = httpReporter(url, 'job-5', 'tok', FAST);
+    const progress = (outTimeSeconds: number): RunnerEvent => ({ type: 'progress', outTimeSeconds, speed: 1, durationSeconds: 10 });
+    reporter.send({ type: 'stage', stage: 'FFMPEG_PROCESSING' }); // the first send; the rest wait behind it
+    for (let t = 1; t <= 50; t++) reporter.send(progress(t));
+    reporter.send(result);
+    assert.equal(await reporter.flush(), true);
+    assert.deepEqual(
+      received.map((r) => r.body.event.outTimeSeconds ?? r.body.event.type),
+      ['stage', 50, 'result'],
     );
   });
 });

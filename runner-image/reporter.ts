@@ -1,6 +1,7 @@
 // Cluster mode: the runner POSTs each event to the API with its Job's token, in order. Progress
-// events are best effort; stages and the result are retried, and a result that cannot be delivered
-// makes the runner exit non-zero so the Job fails visibly.
+// events are best effort (while one waits to be sent, a newer one takes its place rather than queueing
+// behind it); stages and the result are retried, and a result that cannot be delivered makes the
+// runner exit non-zero so the Job fails visibly.
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
 
 export interface Reporter {
@@ -20,6 +21,8 @@ const RETRY: RetryTiming = { retryForMs: 180_000, firstDelayMs: 500, maxDelayMs:
 export function httpReporter(url: string, jobName: string, token: string, retry: RetryTiming = RETRY): Reporter {
   let chain: Promise<boolean> = Promise.resolve(true);
   let resultDelivered = true;
+  /** The newest progress event, while a send of progress is queued and has not started. */
+  let waitingProgress: RunnerEvent | null = null;
   const post = async (event: RunnerEvent): Promise<boolean> => {
     const deadline = Date.now() + (event.type === 'progress' ? 0 : retry.retryForMs);
     for (let delay = retry.firstDelayMs; ; delay = Math.min(delay * 2, retry.maxDelayMs)) {
@@ -42,6 +45,17 @@ export function httpReporter(url: string, jobName: string, token: string, retry:
   };
   return {
     send(event) {
+      if (event.type === 'progress') {
+        const queued = waitingProgress !== null;
+        waitingProgress = event;
+        if (queued) return;
+        chain = chain.then(() => {
+          const newest = waitingProgress!;
+          waitingProgress = null;
+          return post(newest);
+        });
+        return;
+      }
       chain = chain.then(async () => {
         const ok = await post(event);
         if (event.type === 'result') resultDelivered = ok;

@@ -80,6 +80,12 @@ describe('runStep', () => {
     });
     const reporter = await run(spec);
     assert.deepEqual(reporter.sequence(), ['DOWNLOADING', 'PREPARING_INPUT_FILES', 'FFMPEG_PROCESSING', 'progress', 'UPLOADING', 'result']);
+    // The 1 s clip's duration, as ffmpeg printed it, is what progress is measured against.
+    const progress = reporter.events.filter((e) => e.type === 'progress');
+    assert.ok(
+      progress.every((e) => e.durationSeconds === 1 && e.outTimeSeconds >= 0),
+      JSON.stringify(progress),
+    );
     const result = reporter.result();
     assert.ok(result.ok, JSON.stringify(result));
     assert.equal(result.inputBytes, clip.length);

@@ -17,6 +17,7 @@ import { collectOutputs, listFiles } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
 import { ffmpegErrorText } from './ffmpeg-error.ts';
 import { oomKillCount } from './memory-cgroup.ts';
+import { progressEvents } from './progress-events.ts';
 
 export interface RunStepOptions {
   workRoot: string;
@@ -73,6 +74,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     o.emit({ type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
     // A kill by the pod's OOM killer shows as a higher count afterwards.
     const oomKillsBefore = o.podMemoryLimit ? await oomKillCount() : null;
+    const progress = progressEvents(spec.command, o.emit);
     const run = await runFfmpeg({
       argv,
       folder: dir,
@@ -89,9 +91,10 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
         openFiles: DEFAULT_OPEN_FILES,
         processes: DEFAULT_PROCESSES,
       },
-      onProgress: (p) => o.emit({ type: 'progress', outTimeSeconds: p.outTimeSeconds, speed: p.speed }),
+      onProgress: progress.onProgress,
     });
     ffmpegSeconds = run.seconds;
+    progress.flush();
     if (run.timedOut) {
       throw new StepFailure(
         ErrorStatus.FFMPEG_TIMEOUT,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles the service, the operator and the runner to JavaScript in dist/ (same layout as the
 # sources), so nothing compiles TypeScript at run time. Incremental: quick when nothing changed.
-# The files the code finds next to itself (SQL migrations, the seccomp filter generator) are copied.
+# The files the code finds next to itself (SQL migrations, the seccomp filter generator, the dashboard's
+# stylesheet) are copied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx --no-install tsc -p tsconfig.build.json
@@ -16,3 +17,7 @@ mkdir -p dist/core/db dist/core/confine
 rm -rf dist/core/db/migrations
 cp -r core/db/migrations dist/core/db/migrations
 cp core/confine/seccomp-filter.py dist/core/confine/seccomp-filter.py
+# The dashboard's stylesheet (its modules are compiled above; preact and htm are read from node_modules).
+rm -rf dist/api/dashboard/static
+mkdir -p dist/api/dashboard
+cp -r api/dashboard/static dist/api/dashboard/static

@@ -3,6 +3,7 @@ import type { CommandListRow, CommandRow, FileRow } from '../../core/commands/co
 import { mediaFields, storageUrlOf } from '../files/serialize.ts';
 import { toMb } from '../units.ts';
 import type { Storage } from '../../core/storage/storage.ts';
+import { progressView } from '../../core/commands/progress.ts';
 
 const round = (x: number, digits = 6) => Number(x.toFixed(digits));
 
@@ -39,6 +40,7 @@ export async function commandRecord(c: CommandRow, files: FileRow[], storage: St
     environment_name: c.environmentName,
     status: c.status,
     processing_stage: c.processingStage,
+    progress: progressRecord(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
     original_request: c.originalRequest,
@@ -50,6 +52,12 @@ export async function commandRecord(c: CommandRow, files: FileRow[], storage: St
     metadata: c.metadata,
     created_at: c.createdAt.toISOString(),
   };
+}
+
+/** How far ffmpeg is in the current step: only while PROCESSING and once it has reported. */
+function progressRecord(c: CommandRow) {
+  const p = progressView(c);
+  return p && { percent: p.percent, out_time_seconds: p.outTimeSeconds, speed: p.speed };
 }
 
 export function commandListItem(c: CommandListRow, now: Date) {

@@ -25,7 +25,7 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   UPLOAD_EXPIRED: 'Files: a direct upload was neither completed nor aborted in time and was cleaned up.',
   STORAGE_QUOTA_EXCEEDED: "Files: storing the file would have exceeded the account's storage quota.",
   PLAN_LIMIT_EXCEEDED: "A queued command asks for more vCPUs than its account's plan allows now (the plan changed after it was submitted).",
-  CANCELLED: "Cluster mode: the command's FfmpegCommand resource was deleted; its Job was stopped.",
+  CANCELLED: 'The command was cancelled (POST /v1/commands/{command_id}/cancel, or in cluster mode its FfmpegCommand was deleted).',
   DEADLINE_EXCEEDED: 'The step as a whole (downloads, ffmpeg, uploads) passed its deadline.',
   INTERRUPTED: 'The service restarted while the command ran, too many times to try again.',
   INTERNAL_ERROR: 'An unexpected failure inside the service; error_message says what happened.',
@@ -84,6 +84,24 @@ export const commandRecordSchema = {
     environment_name: { type: 'string' },
     status: { type: 'string', enum: Object.values(CommandStatus) },
     ...errorFields,
+    progress: {
+      type: ['object', 'null'],
+      description:
+        "How far ffmpeg is in the current step, from ffmpeg's own progress report; null unless PROCESSING and ffmpeg has reported.",
+      properties: {
+        percent: {
+          type: ['number', 'null'],
+          minimum: 0,
+          maximum: 100,
+          description:
+            "out_time_seconds as a percentage of the output's expected duration (the inputs' durations, -t/-to), one decimal; " +
+            'null when that is unknown.',
+        },
+        out_time_seconds: { type: 'number', minimum: 0, description: 'Seconds of output written so far.' },
+        speed: { type: ['number', 'null'], minimum: 0, description: "Media seconds per wall-clock second (ffmpeg's speed, 1.5 for 1.5x)." },
+      },
+      required: ['percent', 'out_time_seconds', 'speed'],
+    },
     original_request: { type: 'object' },
     total_processing_seconds: { type: 'number' },
     ffmpeg_command_run_seconds: { type: 'number' },

@@ -19,6 +19,11 @@ export interface CommandRoutesDeps {
   storage: Storage;
   /** Hands new work to the reconciler (embedded) or creates the FfmpegCommand (cluster). */
   dispatch: (commandId: string) => void;
+  /**
+   * A cancel was recorded: embedded mode asks its reconciler for a pass. (The operator, in cluster
+   * mode, hears of it from the database: CommandsRepo.requestCancel notifies.)
+   */
+  cancelRequested?: (commandId: string) => void;
   clock: () => Date;
 }
 
@@ -102,6 +107,35 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       const found = await d.readCommand(c.get('caller').account.id, id);
       if (!found) return c.json({ detail: 'Command not found' }, 404);
       return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
+    },
+  );
+
+  app.post(
+    '/v1/commands/:command_id/cancel',
+    describeRoute({
+      summary: 'Cancel a command',
+      description:
+        'Stops a QUEUED or PROCESSING command (its ffmpeg run, runner or Job); it then ends FAILED with error_status CANCELLED, ' +
+        'within seconds. Outputs of chain steps that had finished stay stored. The answer is the command as it is when the ' +
+        'request is recorded (still QUEUED or PROCESSING); asking again is fine.',
+      tags: ['commands'],
+      parameters: [pathParameter('command_id', commandIdParam)],
+      responses: {
+        202: responses.json(commandRecordSchema, 'Cancel recorded; poll the command until FAILED'),
+        404: responses.json(responses.detailString, 'No such command'),
+        409: responses.json(responses.detailString, 'The command has already ended (SUCCESS or FAILED)'),
+        ...commonResponses,
+      },
+    }),
+    async (c) => {
+      const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
+      const outcome = await d.commands.requestCancel(id, c.get('caller').account.id, d.clock());
+      if (!outcome) return c.json({ detail: 'Command not found' }, 404);
+      if (!outcome.requested) return c.json({ detail: `command ${id} has already ended (${outcome.endedWith})` }, 409);
+      d.cancelRequested?.(id);
+      const found = await d.commands.findWithOutputs(id);
+      if (!found) return c.json({ detail: 'Command not found' }, 404);
+      return c.json(await commandRecord(found.row, found.files, d.storage, d.clock()), 202);
     },
   );
 

@@ -1,15 +1,21 @@
 // Reads and writes of commands and their output files. Every read a client can trigger is scoped by
 // account, so another account's ids behave exactly like unknown ones.
-import { asc, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
-import { commands, files } from '../db/schema.ts';
+import { commands, files, type CommandProgress } from '../db/schema.ts';
 import { CommandStatus } from './command-status.ts';
 
 export type CommandRow = typeof commands.$inferSelect;
 export type NewCommandRow = typeof commands.$inferInsert;
 export type { FileRow, NewFileRow } from '../files/files-repo.ts';
 import type { FileRow, NewFileRow } from '../files/files-repo.ts';
+
+/** Notified with a command's id when its cancel is requested: the reconciler (the operator, in cluster mode) acts at once. */
+export const COMMAND_CANCEL_CHANNEL = 'ffop_command_cancel';
+
+/** A cancel request: recorded (also when it was already), or refused because the command has ended. */
+export type CancelRequest = { requested: true } | { requested: false; endedWith: CommandStatus };
 
 /** A command with its output files, oldest first: what a poll shows. */
 export interface CommandWithOutputs {
@@ -29,6 +35,8 @@ export interface QueuedCommand {
   accountId: string;
   vcpuCount: number;
   planMaxVcpus: number;
+  /** The plan's name (metrics label the queue wait with it). */
+  plan: string;
 }
 
 /** What a list item shows: no request, steps or outputs, so a page of 1,000 reads cheaply. */
@@ -125,7 +133,12 @@ export class CommandsRepo {
     return this.activeWith([CommandStatus.PROCESSING]);
   }
 
-  private activeWith(statuses: CommandStatus[]): Promise<ActiveCommand[]> {
+  /** QUEUED and PROCESSING commands whose cancel was requested: the commands_active index finds them. */
+  async cancelRequested(): Promise<ActiveCommand[]> {
+    return this.activeWith([CommandStatus.QUEUED, CommandStatus.PROCESSING], isNotNull(commands.cancelRequestedAt));
+  }
+
+  private activeWith(statuses: CommandStatus[], also?: SQL): Promise<ActiveCommand[]> {
     return this.db
       .select({
         id: commands.id,
@@ -139,7 +152,7 @@ export class CommandsRepo {
         resourceCreatedAt: commands.resourceCreatedAt,
       })
       .from(commands)
-      .where(inArray(commands.status, statuses))
+      .where(and(inArray(commands.status, statuses), also))
       .orderBy(asc(commands.seq));
   }
 
@@ -153,12 +166,12 @@ export class CommandsRepo {
       with running as (
         select account_id, sum(vcpu_count) as used from commands where status = ${CommandStatus.PROCESSING} group by account_id
       ), queued as (
-        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus,
+        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan,
                sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
         from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
         where c.status = ${CommandStatus.QUEUED}
       )
-      select q.id, q.account_id, q.vcpu_count, q.max_vcpus from queued q left join running r on r.account_id = q.account_id
+      select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan from queued q left join running r on r.account_id = q.account_id
       where q.cumulative + coalesce(r.used, 0) <= q.max_vcpus
       order by q.seq limit ${limit}`);
     return queuedCommandsOf(result);
@@ -167,10 +180,51 @@ export class CommandsRepo {
   /** QUEUED commands asking more vCPUs than their account's plan allows now (the plan was lowered). */
   async overPlan(): Promise<QueuedCommand[]> {
     const result = await this.db.execute(sql`
-      select c.id, c.account_id, c.vcpu_count, p.max_vcpus
+      select c.id, c.account_id, c.vcpu_count, p.max_vcpus, p.name as plan
       from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
       where c.status = ${CommandStatus.QUEUED} and c.vcpu_count > p.max_vcpus`);
     return queuedCommandsOf(result);
+  }
+
+  /**
+   * Stores the progress of a step if that step still runs (its command PROCESSING, at that step and
+   * attempt), in one cheap statement: a late event changes nothing. True when stored.
+   */
+  async recordProgress(step: { commandId: string; step: number; attempt: number }, progress: CommandProgress): Promise<boolean> {
+    const stored = await this.db
+      .update(commands)
+      .set({ progress })
+      .where(
+        and(
+          eq(commands.id, step.commandId),
+          eq(commands.status, CommandStatus.PROCESSING),
+          eq(commands.currentStep, step.step),
+          eq(commands.attempt, step.attempt),
+        ),
+      )
+      .returning({ id: commands.id });
+    return stored.length > 0;
+  }
+
+  /**
+   * Records that the account asks to cancel its command, if the command is still QUEUED or PROCESSING,
+   * and notifies COMMAND_CANCEL_CHANNEL in the same statement (delivered on commit). Null when the
+   * account has no such command.
+   */
+  async requestCancel(id: string, accountId: string, now: Date): Promise<CancelRequest | null> {
+    const result = await this.db.execute(sql`
+      with requested as (
+        update commands set cancel_requested_at = coalesce(cancel_requested_at, ${now.toISOString()}::timestamptz)
+        where id = ${id} and account_id = ${accountId} and status in (${CommandStatus.QUEUED}, ${CommandStatus.PROCESSING})
+        returning id
+      )
+      select pg_notify(${COMMAND_CANCEL_CHANNEL}, id::text) from requested`);
+    if (rowsOf(result).length > 0) return { requested: true };
+    const [row] = await this.db
+      .select({ status: commands.status })
+      .from(commands)
+      .where(and(eq(commands.id, id), eq(commands.accountId, accountId)));
+    return row ? { requested: false, endedWith: row.status } : null;
   }
 
   async update(id: string, patch: Partial<NewCommandRow>): Promise<void> {
@@ -190,10 +244,11 @@ export class CommandsRepo {
 }
 
 function queuedCommandsOf(result: unknown): QueuedCommand[] {
-  return rowsOf<{ id: string; account_id: string; vcpu_count: number; max_vcpus: number }>(result).map((r) => ({
+  return rowsOf<{ id: string; account_id: string; vcpu_count: number; max_vcpus: number; plan: string }>(result).map((r) => ({
     id: r.id,
     accountId: r.account_id,
     vcpuCount: Number(r.vcpu_count),
     planMaxVcpus: Number(r.max_vcpus),
+    plan: r.plan,
   }));
 }

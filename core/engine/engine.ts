@@ -11,6 +11,7 @@ import type { Storage } from '../storage/storage.ts';
 import { FileTasks } from './file-tasks.ts';
 import type { JobBackend } from './job-backend.ts';
 import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
+import type { EngineMetrics } from '../metrics/metrics.ts';
 
 /** The settings the engine reads (a Config has them all; tests pass just these). */
 export type EngineSettings = Pick<
@@ -33,6 +34,8 @@ export interface EngineOptions {
   /** Safety-net intervals; both loops also run whenever something changes. */
   reconcileResyncMs?: number;
   fileTasksResyncMs?: number;
+  /** Prometheus metrics of commands and file tasks. */
+  metrics?: EngineMetrics;
 }
 
 export interface Engine {
@@ -60,6 +63,7 @@ export function createEngine(o: EngineOptions): Engine {
     workDir: settings.workDir,
     resyncMs: o.reconcileResyncMs,
     ...o.hooks,
+    metrics: o.metrics,
   });
   const fileTasks = new FileTasks({
     files: new FilesRepo(o.database.db),
@@ -71,6 +75,7 @@ export function createEngine(o: EngineOptions): Engine {
     download: { maxBytes: settings.downloadMaxBytes, timeoutSeconds: settings.downloadTimeoutSeconds, allow: settings.allowAddresses },
     abandonedUploadSeconds: settings.abandonedUploadSeconds,
     resyncMs: o.fileTasksResyncMs,
+    metrics: o.metrics,
   });
   return {
     reconciler,

@@ -17,6 +17,7 @@ import type { FileProber } from '../media/file-prober.ts';
 import { createAddressPolicy } from '../net/address-policy.ts';
 import { DownloadError, downloadToFile } from '../net/download.ts';
 import type { Storage } from '../storage/storage.ts';
+import type { EngineMetrics } from '../metrics/metrics.ts';
 
 const MAX_PARALLEL = 4;
 
@@ -33,6 +34,8 @@ export interface FileTasksOptions {
   abandonedUploadSeconds: number;
   clock?: () => Date;
   resyncMs?: number;
+  /** Prometheus metrics: each task's end. */
+  metrics?: Pick<EngineMetrics, 'fileTaskEnded'>;
 }
 
 export class FileTasks {
@@ -118,6 +121,7 @@ export class FileTasks {
       if (moved) {
         await this.options.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
         this.options.logger.info({ file_id: f.id }, 'abandoned upload cleaned up');
+        this.options.metrics?.fileTaskEnded('expire_upload', 'failed');
       }
     }
   }
@@ -155,9 +159,11 @@ export class FileTasks {
       if (!(await this.options.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media }))) {
         // Deleted while it downloaded: its bytes must not outlive the record.
         await this.options.storage.delete(f.storageKey);
+        this.options.metrics?.fileTaskEnded('store_file', 'discarded');
         return;
       }
       log.info({ size }, 'file stored');
+      this.options.metrics?.fileTaskEnded('store_file', 'stored');
     });
   }
 
@@ -169,13 +175,17 @@ export class FileTasks {
       const media = await this.options.prober.describe(path, f.fileName);
       if (!(await this.options.files.transition(f.id, FileStatus.UPLOADED, { status: FileStatus.STORED, media }))) {
         await this.options.storage.delete(f.storageKey);
+        this.options.metrics?.fileTaskEnded('probe_upload', 'discarded');
+        return;
       }
+      this.options.metrics?.fileTaskEnded('probe_upload', 'stored');
     });
   }
 
   private async fail(f: FileRow, errorStatus: ErrorStatus, message: string): Promise<void> {
     await this.options.files.update(f.id, { status: FileStatus.FAILED, errorStatus, errorMessage: message });
     this.options.logger.warn({ file_id: f.id, error_status: errorStatus, error_message: message }, 'file failed');
+    this.options.metrics?.fileTaskEnded(f.status === FileStatus.UPLOADED ? 'probe_upload' : 'store_file', 'failed');
   }
 
   private async withTempDir(work: (dir: string) => Promise<void>): Promise<void> {

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { chainRow, singleCommandRow } from '../../api/commands/submission.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
-import { CommandsRepo, type CommandRow } from '../commands/commands-repo.ts';
+import { COMMAND_CANCEL_CHANNEL, CommandsRepo, type CommandRow } from '../commands/commands-repo.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
 import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { createLogger } from '../logger.ts';
@@ -99,6 +99,8 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
   const commands = new CommandsRepo(database.db);
   const backend = new RecordingJobBackend(o.capacity === undefined ? 2 : o.capacity);
   const now = new Date('2026-11-23T12:00:00Z');
+  /** Commands whose state the reconciler said changed (cluster mode mirrors each into its resource). */
+  const mirrored: string[] = [];
   const reconciler = new Reconciler({
     commands,
     backend,
@@ -109,6 +111,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     maxAttempts: o.maxAttempts,
     workDir: dir,
     resyncMs: 3_600_000, // passes only when the test asks or the reconciler kicks itself
+    onCommandChanged: (id) => mirrored.push(id),
   });
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
     const row = singleCommandRow(who, {
@@ -138,6 +141,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     submit,
     eventually,
     now,
+    mirrored,
     a: await caller('A'),
     b: await caller('B'),
     close: async () => {
@@ -340,6 +344,212 @@ test('a playlist whose files cannot be unpacked fails OUTPUT_UPLOAD_FAILED, nami
     const failed = await f.eventually(row.id, (r) => r.status === 'FAILED');
     assert.equal(failed.errorStatus, 'OUTPUT_UPLOAD_FAILED');
     assert.match(failed.errorMessage!, /could not store the playlist out_playlist_hls/);
+  } finally {
+    await f.close();
+  }
+});
+
+const progress = (outTimeSeconds: number, durationSeconds: number | null = 20): RunnerEvent => ({
+  type: 'progress',
+  outTimeSeconds,
+  speed: 1.5,
+  durationSeconds,
+});
+
+test('progress is stored for the running step, cleared when the next step starts and when the command ends', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const row = chainRow(f.a, {
+      ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
+      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
+    await f.commands.insert(row);
+    await f.reconciler.reconcileOnce();
+    assert.equal((await f.commands.findById(row.id))!.progress, null, 'nothing before ffmpeg reports');
+    const first = f.backend.lastFor(row.id);
+    f.backend.report(first.ref, progress(5));
+    await f.eventually(row.id, (r) => r.progress?.outTimeSeconds === 5);
+    assert.deepEqual((await f.commands.findById(row.id))!.progress, { outTimeSeconds: 5, speed: 1.5, durationSeconds: 20 });
+
+    f.backend.succeed(first);
+    const second = await f.eventually(row.id, (r) => r.currentStep === 1);
+    assert.equal(second.progress, null, "the next step's ffmpeg has not reported yet");
+    // A late event of the finished step changes nothing.
+    f.backend.report(first.ref, progress(19));
+    f.backend.report(f.backend.lastFor(row.id).ref, progress(2, null));
+    await f.eventually(row.id, (r) => r.progress?.outTimeSeconds === 2);
+    assert.equal((await f.commands.findById(row.id))!.progress!.durationSeconds, null);
+
+    f.backend.succeed(f.backend.lastFor(row.id));
+    assert.equal((await f.eventually(row.id, (r) => r.status === 'SUCCESS')).progress, null);
+  } finally {
+    await f.close();
+  }
+});
+
+test('progress of an earlier attempt, or after a failure, is not stored; a failure clears it', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const stale = f.backend.lastFor(id);
+    f.backend.jobs.delete(stale.ref.name);
+    await f.reconciler.reconcileOnce(); // attempt 2
+    const current = f.backend.lastFor(id);
+    f.backend.report(stale.ref, progress(9));
+    f.backend.report(current.ref, progress(3));
+    await f.eventually(id, (r) => r.progress !== null);
+    assert.equal((await f.commands.findById(id))!.progress!.outTimeSeconds, 3);
+
+    f.backend.report(current.ref, {
+      type: 'result',
+      ok: false,
+      errorStatus: 'FFMPEG_FAILED' as never,
+      errorMessage: 'x',
+      ffmpegSeconds: 1,
+      inputBytes: 0,
+    });
+    assert.equal((await f.eventually(id, (r) => r.status === 'FAILED')).progress, null);
+    f.backend.report(current.ref, progress(4));
+    await f.reconciler.stop(); // waits for progress writes
+    assert.equal((await f.commands.findById(id))!.progress, null);
+  } finally {
+    await f.close();
+  }
+});
+
+test('attack: progress a hostile command posts with its Job token is kept only as sane numbers', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const job = f.backend.lastFor(id);
+    const hostile = (fields: Record<string, unknown>) => ({ type: 'progress', ...fields }) as unknown as RunnerEvent;
+    f.backend.report(job.ref, hostile({ outTimeSeconds: 'x'.repeat(100_000), speed: 1, durationSeconds: 1 }));
+    f.backend.report(job.ref, hostile({ outTimeSeconds: -5 }));
+    f.backend.report(job.ref, hostile({ outTimeSeconds: 4, speed: { a: 1 }, durationSeconds: 'NaN', extra: 'x'.repeat(1000) }));
+    await f.reconciler.stop();
+    assert.deepEqual((await f.commands.findById(id))!.progress, { outTimeSeconds: 4, speed: null, durationSeconds: null });
+  } finally {
+    await f.close();
+  }
+});
+
+test('progress alone mirrors a command at most once per interval', async () => {
+  const f = await reconcilerFixture(); // the fixture's clock stands still: one interval never ends
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const job = f.backend.lastFor(id);
+    f.mirrored.length = 0;
+    for (let t = 1; t <= 10; t++) f.backend.report(job.ref, progress(t));
+    await f.eventually(id, (r) => r.progress?.outTimeSeconds === 10);
+    assert.deepEqual(f.mirrored, [id]);
+    // Any other change is mirrored as before.
+    f.backend.report(job.ref, { type: 'stage', stage: 'UPLOADING' });
+    await f.eventually(id, (r) => r.processingStage === 'UPLOADING');
+    assert.deepEqual(f.mirrored, [id, id]);
+  } finally {
+    await f.close();
+  }
+});
+
+test('cancel requests: a repeat is recorded too, an ended command refuses, another account sees nothing; each is notified', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    const notified: string[] = [];
+    const stop = await f.database.listen(
+      COMMAND_CANCEL_CHANNEL,
+      (payload) => notified.push(payload),
+      () => {},
+    );
+    try {
+      assert.deepEqual(await f.commands.requestCancel(id, f.b.account.id, f.now), null);
+      assert.deepEqual(await f.commands.requestCancel(id, f.a.account.id, f.now), { requested: true });
+      assert.deepEqual(await f.commands.requestCancel(id, f.a.account.id, new Date(f.now.getTime() + 5000)), { requested: true });
+      assert.deepEqual((await f.commands.findById(id))!.cancelRequestedAt, f.now, 'the first request counts');
+      assert.deepEqual(await f.commands.cancelRequested().then((rows) => rows.map((r) => r.id)), [id]);
+      for (const deadline = Date.now() + 5000; notified.length < 2 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 5));
+      assert.deepEqual(notified, [id, id]);
+    } finally {
+      await stop();
+    }
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(await f.commands.requestCancel(id, f.a.account.id, f.now), { requested: false, endedWith: 'FAILED' });
+    assert.deepEqual(await f.commands.cancelRequested(), []);
+  } finally {
+    await f.close();
+  }
+});
+
+test('cancel of a QUEUED command: it never starts; of a PROCESSING one: its job is deleted; both FAIL CANCELLED', async () => {
+  const f = await reconcilerFixture({ capacity: 1 });
+  try {
+    const running = await f.submit(f.a, 1);
+    const queued = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [running]);
+    const job = f.backend.lastFor(running);
+    f.backend.report(job.ref, progress(3));
+    await f.eventually(running, (r) => r.progress !== null);
+
+    await f.commands.requestCancel(queued, f.a.account.id, f.now);
+    await f.reconciler.reconcileOnce();
+    const q = (await f.commands.findById(queued))!;
+    assert.deepEqual([q.status, q.errorStatus, q.errorMessage], ['FAILED', 'CANCELLED', 'cancelled through the API']);
+    assert.equal((await f.commands.findById(running))!.status, 'PROCESSING');
+    assert.deepEqual(f.backend.deleted, []);
+
+    await f.commands.requestCancel(running, f.a.account.id, f.now);
+    await f.reconciler.reconcileOnce();
+    const r = (await f.commands.findById(running))!;
+    assert.deepEqual([r.status, r.errorStatus, r.errorMessage, r.progress], ['FAILED', 'CANCELLED', 'cancelled through the API', null]);
+    assert.deepEqual(f.backend.deleted, [job.ref.name]);
+    assert.deepEqual(startedIds(f.backend), [running], 'the cancelled queued command never started');
+  } finally {
+    await f.close();
+  }
+});
+
+test("cancel of a chain in its second step keeps the first step's outputs; a late result changes nothing", async () => {
+  const f = await reconcilerFixture();
+  try {
+    const row = chainRow(f.a, {
+      ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
+      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
+    await f.commands.insert(row);
+    await f.reconciler.reconcileOnce();
+    f.backend.succeed(f.backend.lastFor(row.id));
+    await f.eventually(row.id, (r) => r.currentStep === 1);
+    const second = f.backend.lastFor(row.id);
+
+    await f.commands.requestCancel(row.id, f.a.account.id, f.now);
+    await f.reconciler.reconcileOnce();
+    const cancelled = (await f.commands.findById(row.id))!;
+    assert.deepEqual([cancelled.status, cancelled.errorStatus], ['FAILED', 'CANCELLED']);
+    assert.ok(f.backend.deleted.includes(second.ref.name));
+
+    // The runner was killed, but its result may still arrive: it is dropped (and its job deleted again).
+    const deletions = f.backend.deleted.length;
+    f.backend.succeed(second);
+    for (const deadline = Date.now() + 5000; f.backend.deleted.length === deletions;) {
+      if (Date.now() > deadline) assert.fail('the late result was not handled');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const after = (await f.commands.findById(row.id))!;
+    assert.deepEqual([after.status, after.errorStatus, after.ffmpegSeconds], ['FAILED', 'CANCELLED', cancelled.ffmpegSeconds]);
+    assert.deepEqual(
+      (await f.commands.outputFiles(row.id)).map((x) => [x.alias, x.status, x.isDeleted]),
+      [['out_1', 'STORED', false]],
+    );
   } finally {
     await f.close();
   }

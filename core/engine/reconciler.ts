@@ -14,9 +14,15 @@ import { admitToCapacity, sharedVcpus } from './admission.ts';
 import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
+import { storedProgress } from '../commands/progress.ts';
+import type { CommandProgress } from '../db/schema.ts';
+import { PerKeyThrottle } from './per-key-throttle.ts';
+import type { EngineMetrics } from '../metrics/metrics.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
+/** Progress alone changes a command's mirrored state (its FfmpegCommand status) at most this often. */
+const PROGRESS_MIRROR_MS = 2000;
 
 export interface ReconcilerOptions {
   commands: CommandsRepo;
@@ -35,6 +41,8 @@ export interface ReconcilerOptions {
   ensureResource?: (command: ActiveCommand) => Promise<'present' | 'created' | 'deleted'>;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
+  /** Prometheus metrics: commands admitted and ended. */
+  metrics?: EngineMetrics;
 }
 
 export class Reconciler {
@@ -46,6 +54,11 @@ export class Reconciler {
   private stopped = false;
   /** The last pass found the shared capacity taken, and nothing has ended since. */
   private capacityFull = false;
+  /** Progress is stored outside the serialised section; stop() waits for these writes. */
+  private readonly progressWrites = new Set<Promise<void>>();
+  /** Jobs whose progress is being written, each with the newest progress waiting for its turn (one write per job at a time). */
+  private readonly progressWaiting = new Map<string, CommandProgress | null>();
+  private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
 
   constructor(o: ReconcilerOptions) {
     this.options = o;
@@ -54,6 +67,10 @@ export class Reconciler {
     // section, so it does not hold up other commands' transitions. Events of one Job stay in order:
     // only its last one, the result, can take long.
     o.backend.subscribe((ref, event) => {
+      if (event.type === 'progress') {
+        this.recordProgress(ref, event);
+        return;
+      }
       const prepared = this.prepare(ref, event);
       void prepared.then((problem) => {
         if (!this.stopped) void this.serial(() => this.apply(ref, event, problem));
@@ -92,6 +109,7 @@ export class Reconciler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.queue;
+    await Promise.all(this.progressWrites);
   }
 
   private serial(work: () => Promise<void>): Promise<void> {
@@ -107,21 +125,17 @@ export class Reconciler {
     return this.serial(async () => {
       const command = await this.options.commands.findById(commandId);
       if (!command || (command.status !== CommandStatus.QUEUED && command.status !== CommandStatus.PROCESSING)) return;
-      if (command.status === CommandStatus.PROCESSING)
-        await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
-      await this.fail(command, ErrorStatus.CANCELLED, message);
+      await this.stopCancelled(command, message);
     });
   }
 
   async reconcileOnce(): Promise<void> {
+    // Cancels asked through the API come first: what they free is free for this very pass.
+    for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
     if (this.options.ensureResource) {
       for (const command of await this.options.commands.active()) {
         const state = await this.options.ensureResource(command);
-        if (state === 'deleted') {
-          if (command.status === CommandStatus.PROCESSING)
-            await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
-          await this.fail(command, ErrorStatus.CANCELLED, 'its FfmpegCommand resource was deleted; the command was stopped');
-        }
+        if (state === 'deleted') await this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
       }
     }
     const jobs = await this.options.backend.listJobNames();
@@ -158,6 +172,7 @@ export class Reconciler {
       await this.options.commands.update(command.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
       this.options.onCommandChanged?.(command.id);
       this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
+      this.options.metrics?.commandAdmitted(candidates.find((c) => c.id === id)!.plan, secondsSince(command.createdAt, patch.startedAt));
       await this.startStep({ ...command, ...patch });
     }
   }
@@ -175,7 +190,7 @@ export class Reconciler {
     }
     const attempt = command.attempt + 1;
     this.log(command).warn({ step: command.currentStep, attempt }, 'job lost (service restarted?), running the step again');
-    await this.options.commands.update(command.id, { attempt, processingStage: ProcessingStage.DOWNLOADING });
+    await this.options.commands.update(command.id, { attempt, processingStage: ProcessingStage.DOWNLOADING, progress: null });
     const row = await this.options.commands.findById(command.id);
     if (row) await this.startStep(row);
   }
@@ -206,7 +221,9 @@ export class Reconciler {
     if (event.type !== 'result' || !event.ok) return null;
     try {
       const command = await this.options.commands.findById(ref.commandId);
-      if (!command || jobName(command.id, command.currentStep, command.attempt) !== ref.name) return null;
+      // A late result (the command was cancelled meanwhile) stores nothing.
+      if (!command || command.status !== CommandStatus.PROCESSING || jobName(command.id, command.currentStep, command.attempt) !== ref.name)
+        return null;
       for (const o of event.outputs) {
         const declared = command.outputs.find((d) => d.alias === o.alias);
         if (declared?.kind !== 'playlist') continue;
@@ -300,6 +317,7 @@ export class Reconciler {
       await this.options.commands.completeStep(command.id, files, {
         status: CommandStatus.SUCCESS,
         processingStage: null,
+        progress: null,
         finishedAt: this.clock(),
         ffmpegSeconds,
         processedBytes,
@@ -307,6 +325,7 @@ export class Reconciler {
       this.options.onCommandChanged?.(command.id);
       this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
       this.kick(); // its vCPUs are free for the next queued command
+      await this.recordEnd(command, CommandStatus.SUCCESS, null, ffmpegSeconds);
       return;
     }
     const next = {
@@ -315,6 +334,7 @@ export class Reconciler {
       ffmpegSeconds,
       processedBytes,
       processingStage: ProcessingStage.DOWNLOADING,
+      progress: null, // the next step's ffmpeg has not reported yet
     };
     await this.options.commands.completeStep(command.id, files, next);
     this.options.onCommandChanged?.(command.id);
@@ -323,7 +343,7 @@ export class Reconciler {
   }
 
   private async fail(
-    command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'>,
+    command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'> & Partial<Pick<CommandRow, 'createdAt'>>,
     errorStatus: ErrorStatus,
     errorMessage: string,
   ): Promise<void> {
@@ -331,6 +351,7 @@ export class Reconciler {
       status: CommandStatus.FAILED,
       errorStatus,
       errorMessage,
+      progress: null,
       finishedAt: this.clock(),
       ffmpegSeconds: command.ffmpegSeconds,
       processedBytes: command.processedBytes,
@@ -338,9 +359,66 @@ export class Reconciler {
     this.options.onCommandChanged?.(command.id);
     this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
     this.kick();
+    await this.recordEnd(command, CommandStatus.FAILED, errorStatus, command.ffmpegSeconds);
+  }
+
+  /** Metrics of an ended command. Light rows (ActiveCommand) have no createdAt: it is read then. */
+  private async recordEnd(
+    command: Pick<CommandRow, 'id'> & Partial<Pick<CommandRow, 'createdAt'>>,
+    status: typeof CommandStatus.SUCCESS | typeof CommandStatus.FAILED,
+    errorStatus: ErrorStatus | null,
+    ffmpegSeconds: number,
+  ): Promise<void> {
+    const metrics = this.options.metrics;
+    if (!metrics) return;
+    try {
+      const createdAt = command.createdAt ?? (await this.options.commands.findById(command.id))?.createdAt;
+      metrics.commandEnded(status, errorStatus, ffmpegSeconds, createdAt ? secondsSince(createdAt, this.clock()) : 0);
+    } catch (err) {
+      this.log(command).warn({ err }, 'could not record the metrics of the ended command');
+    }
+  }
+
+  /** Stops a command's job if one runs, and fails the command CANCELLED; outputs of finished steps stay. */
+  private async stopCancelled(command: ActiveCommand, message: string): Promise<void> {
+    if (command.status === CommandStatus.PROCESSING)
+      await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
+    await this.fail(command, ErrorStatus.CANCELLED, message);
+  }
+
+  /**
+   * Stores a step's progress outside the serialised section: one conditional UPDATE, so an event of an
+   * earlier step or attempt, or one after the end, changes nothing. The mirror (cluster mode: a write
+   * to the FfmpegCommand's status) follows at most every PROGRESS_MIRROR_MS per command.
+   */
+  private recordProgress(ref: JobRef, event: Extract<RunnerEvent, { type: 'progress' }>): void {
+    const progress = storedProgress(event);
+    if (progress === null || this.stopped) return;
+    // A write for this job runs: the newest progress goes next, so an older one never lands last.
+    if (this.progressWaiting.has(ref.name)) return void this.progressWaiting.set(ref.name, progress);
+    this.progressWaiting.set(ref.name, null);
+    const write: Promise<void> = this.writeProgress(ref, progress)
+      .catch((err: unknown) => this.options.logger.warn({ err, job: ref.name }, 'could not store progress'))
+      .finally(() => {
+        this.progressWaiting.delete(ref.name);
+        this.progressWrites.delete(write);
+      });
+    this.progressWrites.add(write);
+  }
+
+  private async writeProgress(ref: JobRef, first: CommandProgress): Promise<void> {
+    for (let progress: CommandProgress | null = first; progress !== null; progress = this.progressWaiting.get(ref.name) ?? null) {
+      this.progressWaiting.set(ref.name, null);
+      const stored = await this.options.commands.recordProgress(ref, progress);
+      if (stored && this.options.onCommandChanged && this.progressMirror.allow(ref.commandId)) this.options.onCommandChanged(ref.commandId);
+    }
   }
 
   private log(command: Pick<CommandRow, 'id'>): Logger {
     return this.options.logger.child({ command_id: command.id });
   }
+}
+
+function secondsSince(from: Date, to: Date): number {
+  return (to.getTime() - from.getTime()) / 1000;
 }

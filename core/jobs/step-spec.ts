@@ -74,7 +74,13 @@ export interface OutputResult {
 
 export type RunnerEvent =
   | { type: 'stage'; stage: ProcessingStage }
-  | { type: 'progress'; outTimeSeconds: number; speed: number | null }
+  | {
+      type: 'progress';
+      outTimeSeconds: number;
+      speed: number | null;
+      /** How long the output is expected to be (the percentage's base); null when unknown. */
+      durationSeconds: number | null;
+    }
   | {
       type: 'result';
       ok: true;

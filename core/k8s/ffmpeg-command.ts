@@ -42,6 +42,12 @@ export interface FfmpegCommandStatus {
   durationSeconds: number;
   errorStatus?: ErrorStatus | '';
   errorMessage?: string;
+  /**
+   * How far ffmpeg is in the current step, as a poll shows it (percent: of the expected duration, null
+   * when unknown); null, so absent, unless PROCESSING and ffmpeg has reported. Null members are not
+   * kept (merge patch).
+   */
+  progress?: { percent: number | null; outTimeSeconds: number; speed: number | null } | null;
   outputs: FfmpegCommandOutput[];
   observedGeneration?: number;
 }
@@ -52,7 +58,8 @@ export interface FfmpegCommandObject extends KubernetesObject {
 }
 
 /** Creates a command's resource (the API on submit, the operator for rows the API never got to); an existing one is fine. */
-export async function createFfmpegCommand(api: CustomObjectsApi, namespace: string, command: CommandRow): Promise<void> {
+/** Creates a command's resource; returns its uid, or null when it existed already. */
+export async function createFfmpegCommand(api: CustomObjectsApi, namespace: string, command: CommandRow): Promise<string | null> {
   const body: FfmpegCommandObject = {
     apiVersion: API_VERSION,
     kind: KIND,
@@ -74,8 +81,12 @@ export async function createFfmpegCommand(api: CustomObjectsApi, namespace: stri
     },
   };
   try {
-    await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, body });
+    const created = (await api.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, body })) as {
+      metadata?: { uid?: string };
+    };
+    return created.metadata?.uid ?? null;
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err;
+    return null;
   }
 }

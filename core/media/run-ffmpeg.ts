@@ -1,15 +1,19 @@
 // Runs ffmpeg once: confined (core/confine), no shell, own process group, wall-clock timeout,
-// progress from `-progress pipe:1`, and only the tail of stderr kept.
+// progress from `-progress pipe:1` (with the inputs' durations ffmpeg printed on stderr), and only the
+// tail of stderr kept.
 
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { spawnPrepared, type Confinement } from '../confine/confinement.ts';
 import type { ProcessLimits } from '../confine/limits.ts';
+import { InputDurationReader } from './input-durations.ts';
 
 export interface FfmpegProgress {
   outTimeSeconds: number;
   speed: number | null; // 1.5 for "1.5x"
   frame: number | null;
+  /** Each input's duration as ffmpeg printed it (index: the input's), null where unknown. */
+  inputDurations: (number | null)[];
 }
 
 export interface FfmpegRunOptions {
@@ -57,8 +61,12 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
   const child = spawnPrepared(command); // own process group, so a timeout can kill everything ffmpeg started
 
   const stderr = new TailBuffer(opts.stderrTailBytes ?? 4096);
-  const progress = new ProgressReader(opts.onProgress);
-  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const durations = new InputDurationReader();
+  const progress = new ProgressReader(opts.onProgress, () => durations.durations());
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr.push(chunk);
+    durations.push(chunk);
+  });
   child.stdout!.setEncoding('utf8');
   child.stdout!.on('data', (chunk: string) => progress.push(chunk));
 
@@ -160,11 +168,13 @@ class TailBuffer {
  */
 class ProgressReader {
   private readonly onProgress: ((p: FfmpegProgress) => void) | undefined;
+  private readonly inputDurations: () => (number | null)[];
   private partialLine = '';
   private block = new Map<string, string>();
 
-  constructor(onProgress: ((p: FfmpegProgress) => void) | undefined) {
+  constructor(onProgress: ((p: FfmpegProgress) => void) | undefined, inputDurations: () => (number | null)[]) {
     this.onProgress = onProgress;
+    this.inputDurations = inputDurations;
   }
 
   push(chunk: string): void {
@@ -196,7 +206,7 @@ class ProgressReader {
     const speed = numberOrNull(block.get('speed')?.replace(/x$/, ''));
     const frame = numberOrNull(block.get('frame'));
     try {
-      this.onProgress({ outTimeSeconds: micros / 1e6, speed, frame });
+      this.onProgress({ outTimeSeconds: micros / 1e6, speed, frame, inputDurations: this.inputDurations() });
     } catch {
       // Progress is advisory: a failing listener must not take the run (or the process) down.
     }

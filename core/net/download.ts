@@ -1,28 +1,21 @@
 // Downloads one input URL to a local file, refusing to reach non-public addresses (SSRF).
 //
-// Address checks happen at three points, because each one alone has a gap:
-// - IP-literal hosts are checked before connecting (Node skips `lookup` for them);
-// - host names go through a `lookup` that refuses the name if ANY resolved address is refused;
-// - the connected socket's actual remote address is checked before a single byte is written.
-// Redirects are followed by hand so every hop goes through all three again.
-// Connections are made by our own `createConnection` (no Agent), so no pooled socket is reused and
-// no proxy settings apply.
+// The address checks (IP literals before connecting, every resolved address, the connected socket)
+// are core/net/guarded-connection.ts, shared with the webhook sender. Redirects are followed by hand
+// so every hop goes through all three again.
 import { randomUUID } from 'node:crypto';
-import { lookup as dnsLookup } from 'node:dns';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
 import http from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { Transform } from 'node:stream';
-import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import tls from 'node:tls';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
+import { connectChecked, hostOf, literalRefusal, portOf, type GuardErrors } from './guarded-connection.ts';
 
 export class DownloadError extends Error {
   errorStatus: ErrorStatus;
@@ -128,15 +121,6 @@ function resolveLocation(location: string, base: URL): string {
   }
 }
 
-function hostOf(target: URL): string {
-  return target.hostname.replace(/^\[|\]$/g, '');
-}
-
-function portOf(target: URL): number {
-  if (target.port !== '') return Number(target.port);
-  return target.protocol === 'https:' ? 443 : 80;
-}
-
 function forbidden(target: URL, reason: string): DownloadError {
   return new DownloadError(ErrorStatus.FORBIDDEN_INPUT_ADDRESS, `GET ${describe(target)} refused: ${reason}`);
 }
@@ -150,9 +134,9 @@ function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): 
   const host = hostOf(target);
   const port = portOf(target);
   const { policy } = opts;
-  if (policy && net.isIP(host) !== 0 && !policy.isAllowed(host, port, host)) {
-    return Promise.reject(forbidden(target, `${host} is not a public address`));
-  }
+  const refusal = literalRefusal(policy, host, port);
+  if (refusal) return Promise.reject(forbidden(target, refusal));
+  const errors: GuardErrors = { refused: (reason) => forbidden(target, reason), unreachable };
   const idleMs = opts.idleTimeoutMs ?? Math.min(opts.timeoutMs, 30_000);
   return new Promise((resolve, reject) => {
     let response: IncomingMessage | undefined;
@@ -165,7 +149,7 @@ function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): 
       headers: { 'user-agent': 'ffmpeg-operator', accept: '*/*', 'accept-encoding': 'identity' },
       signal,
       createConnection: (_options, done) => {
-        connectChecked({ target, host, port, policy, idleMs, signal }, done);
+        connectChecked({ url: target, host, port, policy, idleMs, signal, label: `GET ${describe(target)}`, errors }, done);
         return undefined;
       },
     });
@@ -182,73 +166,6 @@ function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): 
     request.on('error', reject); // `on`, not `once`: a later socket error must not go unhandled
     request.end();
   });
-}
-
-interface ConnectTarget {
-  target: URL;
-  host: string;
-  port: number;
-  policy: AddressPolicy | null;
-  idleMs: number;
-  signal: AbortSignal;
-}
-
-/**
- * Opens the TCP connection, checks the peer's real address, and only then hands the socket (wrapped
- * in TLS for https) to the HTTP client, so nothing is sent to a refused peer.
- */
-function connectChecked(to: ConnectTarget, done: (error: Error | null, socket: Duplex) => void): void {
-  const { target, host, port, policy, idleMs, signal } = to;
-  const socket = net.connect({ host, port, ...(policy ? { lookup: checkedLookup(policy, target, host, port) } : {}) });
-  let settled = false;
-  const fail = (error: Error) => {
-    if (settled) return;
-    settled = true;
-    signal.removeEventListener('abort', onAbort);
-    socket.destroy();
-    done(error, socket);
-  };
-  const onAbort = () => fail(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-  const onIdle = () => fail(unreachable(`GET ${describe(target)} timed out: no connection after ${idleMs} ms`));
-  socket.on('error', fail); // stays: after hand-over it is a no-op beside the HTTP client's own listener
-  socket.setTimeout(idleMs, onIdle);
-  signal.addEventListener('abort', onAbort, { once: true });
-  if (signal.aborted) return onAbort();
-  socket.once('connect', () => {
-    const remote = socket.remoteAddress ?? '';
-    if (policy && !policy.isAllowed(remote, socket.remotePort ?? port, host)) {
-      return fail(forbidden(target, `${host} connected to ${remote}, which is not a public address`));
-    }
-    settled = true;
-    signal.removeEventListener('abort', onAbort);
-    socket.setTimeout(0);
-    socket.off('timeout', onIdle);
-    if (target.protocol !== 'https:') return done(null, socket);
-    const secure = tls.connect({
-      socket,
-      host, // certificate identity is checked against this (names and IP literals alike)
-      ...(net.isIP(host) === 0 ? { servername: host } : {}),
-      ALPNProtocols: ['http/1.1'],
-    });
-    secure.on('error', () => {}); // the HTTP client attaches its own listener on the next tick
-    done(null, secure);
-  });
-}
-
-/** A `lookup` that refuses a host name when any of its addresses is refused by the policy. */
-function checkedLookup(policy: AddressPolicy, target: URL, host: string, port: number): net.LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { all: true, family: options.family ?? 0, hints: options.hints }, (error, addresses) => {
-      if (error) return callback(error, '');
-      const refused = addresses.find((entry) => !policy.isAllowed(entry.address, port, host));
-      if (refused) {
-        return callback(forbidden(target, `${host} resolves to ${refused.address}, which is not a public address`), '');
-      }
-      if (addresses.length === 0) return callback(unreachable(`${host} has no addresses`), '');
-      if (options.all) return callback(null, addresses);
-      callback(null, addresses[0].address, addresses[0].family);
-    });
-  };
 }
 
 async function saveBody(response: IncomingMessage, target: URL, destPath: string, maxBytes: number, signal: AbortSignal): Promise<number> {

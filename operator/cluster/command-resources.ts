@@ -14,6 +14,7 @@ import {
   type FfmpegCommandStatus,
 } from '../../core/k8s/ffmpeg-command.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
+import { progressView } from '../../core/commands/progress.ts';
 
 export class CommandResources {
   private readonly kc: KubeConfig;
@@ -22,6 +23,11 @@ export class CommandResources {
   private readonly api: CustomObjectsApi;
   private watch: KeptInformer<FfmpegCommandObject> | null = null;
   private readonly pendingStatus = new Map<string, Promise<void>>();
+  /**
+   * Uids of resources this operator created or read while its watch had not seen them yet: a Job
+   * created in that window still gets its owner (and so its garbage collection).
+   */
+  private readonly uidsAheadOfWatch = new Map<string, string>();
 
   constructor(o: { kubeconfig: KubeConfig; namespace: string; logger: Logger }) {
     this.kc = o.kubeconfig;
@@ -31,8 +37,9 @@ export class CommandResources {
   }
 
   /** Creates the resource of a command; an existing one is fine (idempotent). */
-  create(command: CommandRow): Promise<void> {
-    return createFfmpegCommand(this.api, this.namespace, command);
+  async create(command: CommandRow): Promise<void> {
+    const uid = await createFfmpegCommand(this.api, this.namespace, command);
+    if (uid) this.uidsAheadOfWatch.set(command.id, uid);
   }
 
   /** Operator side: lists and watches the resources. */
@@ -58,9 +65,15 @@ export class CommandResources {
       this.logger,
       keepIdentityOnly,
     );
-    this.watch.informer.on('delete', (obj) => onDeleted(obj.metadata!.name!));
+    this.watch.informer.on('delete', (obj) => {
+      this.uidsAheadOfWatch.delete(obj.metadata!.name!);
+      onDeleted(obj.metadata!.name!);
+    });
     // A new resource is a newly submitted command: reconcile now rather than at the next resync.
-    this.watch.informer.on('add', () => onAdded());
+    this.watch.informer.on('add', (obj) => {
+      this.uidsAheadOfWatch.delete(obj.metadata!.name!);
+      onAdded();
+    });
     await this.watch.synced;
   }
 
@@ -69,8 +82,8 @@ export class CommandResources {
   }
 
   ownerOf(commandId: string) {
-    const obj = this.watch?.informer.get(commandId, this.namespace);
-    return obj?.metadata?.uid ? { apiVersion: API_VERSION, kind: KIND, name: commandId, uid: obj.metadata.uid } : null;
+    const uid = this.watch?.informer.get(commandId, this.namespace)?.metadata?.uid ?? this.uidsAheadOfWatch.get(commandId);
+    return uid ? { apiVersion: API_VERSION, kind: KIND, name: commandId, uid } : null;
   }
 
   /** Level-triggered: creates a missing resource, or reports that the user deleted it. */
@@ -79,13 +92,14 @@ export class CommandResources {
     if (command.resourceCreatedAt) {
       // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
       try {
-        await this.api.getNamespacedCustomObject({
+        const obj = (await this.api.getNamespacedCustomObject({
           group: GROUP,
           version: VERSION,
           namespace: this.namespace,
           plural: PLURAL,
           name: command.id,
-        });
+        })) as FfmpegCommandObject;
+        if (obj.metadata?.uid) this.uidsAheadOfWatch.set(command.id, obj.metadata.uid);
         return 'present';
       } catch (err) {
         if ((err as { code?: number }).code === 404) return 'deleted';
@@ -124,6 +138,8 @@ export class CommandResources {
         durationSeconds: Math.round((end.getTime() - command.createdAt.getTime()) / 100) / 10,
         errorStatus: command.errorStatus ?? '',
         errorMessage: command.errorMessage ?? '',
+        // As in a poll; null (and a null percent) removes it from the status, as a merge patch does.
+        progress: progressView(command),
         outputs: (await outputs()).map((o) => ({ ...o, sizeBytes: o.sizeBytes ?? 0 })),
       };
       await this.api.patchNamespacedCustomObjectStatus(

@@ -187,3 +187,24 @@ affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/* The operator's metrics port is off with hostNetwork: its replicas would take the same port of a node. */}}
+{{- define "ffmpeg-operator.operatorMetricsOn" -}}
+{{- if and .Values.metrics.enabled (not .Values.hostNetwork) }}true{{ end }}
+{{- end }}
+
+{{/* FFOP_METRICS_* of a container; pass (dict "ctx" $ "port" <port, or "off">). */}}
+{{- define "ffmpeg-operator.metricsEnv" -}}
+# All interfaces: Prometheus scrapes the pod from outside.
+- name: FFOP_METRICS_HOST
+  value: "0.0.0.0"
+- name: FFOP_METRICS_PORT
+  value: {{ .port | quote }}
+{{- with .ctx.Values.metrics.tokenSecret.name }}
+- name: FFOP_METRICS_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.ctx.Values.metrics.tokenSecret.key }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,197 @@
+// Sends webhook deliveries. The rows in webhook_deliveries are the truth: the worker claims due
+// PENDING rows (several API processes may run it: a claim skips rows another holds), fixes the
+// body at the first attempt, signs and POSTs it, and records the attempt: DELIVERED on a 2xx, else
+// a retry after the schedule's next delay, or FAILED past its end. It wakes on the database's
+// notification of a new delivery, when the next retry is due, and every few seconds as a safety net.
+import type { Logger } from 'pino';
+import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import type { Database } from '../../core/db/database.ts';
+import type { WebhookAttempt } from '../../core/db/schema.ts';
+import type { FilesRepo } from '../../core/files/files-repo.ts';
+import { createAddressPolicy, type AddressPolicy } from '../../core/net/address-policy.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import { postWebhook, type PostOutcome } from '../../core/webhooks/post-webhook.ts';
+import { DEFAULT_RETRY_DELAYS_MS, nextRetryDelayMs } from '../../core/webhooks/retry-schedule.ts';
+import { signedHeaders } from '../../core/webhooks/signature.ts';
+import { WEBHOOK_REMOVED, WebhooksRepo, type AttemptResult, type ClaimedDelivery } from '../../core/webhooks/webhooks-repo.ts';
+import { buildPayload } from './payload.ts';
+
+export const WEBHOOK_DELIVERY_CHANNEL = 'ffop_webhook_delivery';
+
+/** What an attempt came to, for metrics: delivered, failed but retried later, or failed for good. */
+export type AttemptOutcome = 'delivered' | 'failed_attempt' | 'gave_up';
+
+export interface WebhookWorkerOptions {
+  database: Database;
+  commands: CommandsRepo;
+  files: FilesRepo;
+  storage: Storage;
+  logger: Logger;
+  /** FFOP_ALLOW_ADDRESSES: the same exceptions to the SSRF guard as downloads. */
+  allowAddresses: string[];
+  /** Delays between attempts; default DEFAULT_RETRY_DELAYS_MS (about a day in all). */
+  retryDelaysMs?: readonly number[];
+  /** Deadline of one attempt; default 15 s. */
+  timeoutMs?: number;
+  /** A claim lasts the attempt's deadline plus this; a sender that died is replaced after it. Default 30 s. */
+  claimMarginMs?: number;
+  /** Safety-net poll; default 5 s. */
+  pollMs?: number;
+  /** Attempts in flight at once; default 8. */
+  maxParallel?: number;
+  /** Called after every attempt (metrics). */
+  onAttempt?: (outcome: AttemptOutcome, durationMs: number) => void;
+  clock?: () => Date;
+}
+
+export class WebhookWorker {
+  private readonly o: WebhookWorkerOptions;
+  private readonly repo: WebhooksRepo;
+  private readonly policy: AddressPolicy;
+  private readonly clock: () => Date;
+  private readonly timeoutMs: number;
+  private readonly maxParallel: number;
+  private readonly pollMs: number;
+  private readonly abort = new AbortController();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | null = null;
+  private unlisten: (() => Promise<void>) | null = null;
+
+  constructor(o: WebhookWorkerOptions) {
+    this.o = o;
+    this.repo = new WebhooksRepo(o.database.db);
+    this.policy = createAddressPolicy(o.allowAddresses);
+    this.clock = o.clock ?? (() => new Date());
+    this.timeoutMs = o.timeoutMs ?? 15_000;
+    this.maxParallel = o.maxParallel ?? 8;
+    this.pollMs = o.pollMs ?? 5_000;
+  }
+
+  async start(): Promise<void> {
+    this.unlisten = await this.o.database.listen(
+      WEBHOOK_DELIVERY_CHANNEL,
+      () => this.kick(),
+      () => this.kick(),
+    );
+    this.kick();
+  }
+
+  /** Looks for due deliveries now. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass()
+      .catch((err) => this.o.logger.error({ err }, 'webhook pass failed; the next pass retries'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Stops claiming, cuts attempts in flight short (their deliveries are due again at once) and waits for them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort(new Error('the webhook worker is stopping'));
+    if (this.timer) clearTimeout(this.timer);
+    await this.unlisten?.();
+    await this.running;
+    await Promise.all(this.inFlight.values());
+  }
+
+  private async pass(): Promise<void> {
+    const free = this.maxParallel - this.inFlight.size;
+    if (free > 0) {
+      const claimMs = this.timeoutMs + (this.o.claimMarginMs ?? 30_000);
+      for (const d of await this.repo.claimDue(free, claimMs)) {
+        if (this.stopped) {
+          await this.repo.release(d);
+          continue;
+        }
+        const task = this.deliver(d)
+          .catch((err) => this.o.logger.error({ err, delivery_id: d.id }, 'webhook delivery failed; it is retried when its claim ends'))
+          .finally(() => {
+            this.inFlight.delete(d.id);
+            this.kick();
+          });
+        this.inFlight.set(d.id, task);
+      }
+    }
+    await this.wakeForNextDue();
+  }
+
+  /** Sleeps until the next delivery is due, or the poll interval, whichever comes first. */
+  private async wakeForNextDue(): Promise<void> {
+    const dueInMs = this.inFlight.size >= this.maxParallel ? null : await this.repo.msUntilNextDue();
+    if (this.stopped) return;
+    // Not below 20 ms: a due row that another sender holds locked right now must not make this spin.
+    const delay = dueInMs === null ? this.pollMs : Math.min(this.pollMs, Math.max(20, dueInMs));
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kick(), delay);
+    this.timer.unref();
+  }
+
+  private async deliver(d: ClaimedDelivery): Promise<void> {
+    const log = this.o.logger.child({ delivery_id: d.id, event_type: d.eventType, subject_id: d.subjectId });
+    const webhook = await this.repo.find(d.accountId, d.environmentName);
+    if (!webhook) return this.giveUp(d, WEBHOOK_REMOVED, log);
+    let payload = d.payload;
+    if (payload === null) {
+      payload = await buildPayload(d, this.o, this.clock());
+      if (payload === null) return this.giveUp(d, `the ${d.eventType.split('.')[0]} ${d.subjectId} no longer exists`, log);
+      if (!(await this.repo.storePayload(d, payload))) return; // the claim was taken over
+    }
+    const started = this.clock();
+    let outcome: PostOutcome;
+    try {
+      const headers = signedHeaders(webhook.secret, `msg_${d.id}`, started, payload);
+      outcome = await postWebhook(webhook.url, payload, headers, {
+        policy: this.policy,
+        timeoutMs: this.timeoutMs,
+        signal: this.abort.signal,
+      });
+    } catch (err) {
+      if (!this.stopped) throw err;
+      await this.repo.release(d); // stopping: the next start (or another process) sends it again
+      return;
+    }
+    const durationMs = this.clock().getTime() - started.getTime();
+    const attempt: WebhookAttempt = { at: started.toISOString(), statusCode: outcome.statusCode, error: outcome.error, durationMs };
+    const delivered = outcome.error === null;
+    const retryInMs = delivered ? null : nextRetryDelayMs(d.attempts.length + 1, this.o.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS);
+    const result: AttemptResult = delivered
+      ? { status: 'DELIVERED' }
+      : retryInMs === null
+        ? { status: 'FAILED' }
+        : { status: 'PENDING', retryInMs };
+    if (!(await this.repo.recordAttempt(d, attempt, result))) return;
+    const kind: AttemptOutcome = delivered ? 'delivered' : result.status === 'FAILED' ? 'gave_up' : 'failed_attempt';
+    this.o.onAttempt?.(kind, durationMs);
+    if (kind === 'delivered') log.debug({ status_code: outcome.statusCode, duration_ms: durationMs }, 'webhook delivered');
+    else log.warn({ status_code: outcome.statusCode, error: outcome.error, retry_in_ms: retryInMs }, 'webhook attempt failed');
+  }
+
+  /** Ends a delivery that cannot be sent (no webhook, nothing to announce) with that reason as its last attempt. */
+  private async giveUp(d: ClaimedDelivery, reason: string, log: Logger): Promise<void> {
+    const attempt: WebhookAttempt = { at: this.clock().toISOString(), statusCode: null, error: reason, durationMs: 0 };
+    if (await this.repo.recordAttempt(d, attempt, { status: 'FAILED' })) {
+      this.o.onAttempt?.('gave_up', 0);
+      log.warn({ error: reason }, 'webhook delivery ended without an attempt');
+    }
+  }
+}
+
+/** A worker already listening and looking for due deliveries; `stop()` it with the service. */
+export async function startWebhookWorker(o: WebhookWorkerOptions): Promise<WebhookWorker> {
+  const worker = new WebhookWorker(o);
+  await worker.start();
+  return worker;
+}

@@ -1,0 +1,115 @@
+// One webhook attempt: POST the body to the URL through the same SSRF guard as input downloads.
+// Redirects are not followed (a 3xx is a failed attempt), at most a few KB of the answer are read,
+// and the whole attempt has a deadline.
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressPolicy } from '../net/address-policy.ts';
+import { connectChecked, hostOf, literalRefusal, portOf, type GuardErrors } from '../net/guarded-connection.ts';
+
+/** The answer's status (null when none came) and, for anything but a 2xx, what went wrong. */
+export interface PostOutcome {
+  statusCode: number | null;
+  error: string | null;
+}
+
+export interface PostOptions {
+  policy: AddressPolicy;
+  timeoutMs: number;
+  /** Stops the attempt; the promise then rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/** Bytes of an error answer read to quote it; the rest is never read. */
+const MAX_ANSWER_BYTES = 4096;
+const QUOTED_CHARS = 200;
+
+class AttemptFailed extends Error {}
+
+/** What messages show of a URL: never its query string (it may hold a token) or credentials. */
+function describe(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
+export async function postWebhook(url: string, body: string, headers: Record<string, string>, o: PostOptions): Promise<PostOutcome> {
+  const target = new URL(url);
+  const label = `POST ${describe(target)}`;
+  const deadline = AbortSignal.timeout(o.timeoutMs);
+  const signal = o.signal ? AbortSignal.any([deadline, o.signal]) : deadline;
+  const host = hostOf(target);
+  const port = portOf(target);
+  const errors: GuardErrors = {
+    refused: (reason) => new AttemptFailed(`${label} refused: ${reason}`),
+    unreachable: (message) => new AttemptFailed(message),
+  };
+  try {
+    const refusal = literalRefusal(o.policy, host, port);
+    if (refusal) throw errors.refused(refusal);
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const client = target.protocol === 'https:' ? https : http;
+      const request = client.request({
+        method: 'POST',
+        host,
+        port,
+        path: `${target.pathname}${target.search}`,
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': 'ffmpeg-operator',
+        },
+        signal,
+        createConnection: (_options, done) => {
+          connectChecked({ url: target, host, port, policy: o.policy, idleMs: o.timeoutMs, signal, label, errors }, done);
+          return undefined;
+        },
+      });
+      request.on('response', resolve);
+      request.on('error', reject); // `on`: a later socket error must not go unhandled
+      request.end(body);
+    });
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status <= 299) {
+      response.destroy(); // delivered: the answer's body is not needed
+      return { statusCode: status, error: null };
+    }
+    const quoted = await readSome(response);
+    const why = status >= 300 && status <= 399 ? 'redirects are not followed' : quoted;
+    return { statusCode: status, error: `${label} answered HTTP ${status}${why ? `: ${why}` : ''}` };
+  } catch (error) {
+    if (o.signal?.aborted) throw o.signal.reason;
+    if (error instanceof AttemptFailed) return { statusCode: null, error: error.message };
+    if (deadline.aborted) return { statusCode: null, error: `${label} timed out after ${o.timeoutMs} ms` };
+    return { statusCode: null, error: `${label} failed: ${causeOf(error)}` };
+  }
+}
+
+/** The start of an answer's body, as one line, for the delivery log; whatever arrived if it fails midway. */
+async function readSome(response: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  try {
+    for await (const chunk of response) {
+      chunks.push(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+      if (bytes >= MAX_ANSWER_BYTES) break;
+    }
+  } catch {
+    // a cut or timed-out answer: quote what came
+  } finally {
+    response.destroy();
+  }
+  const text = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
+  return text
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim()
+    .slice(0, QUOTED_CHARS);
+}
+
+function causeOf(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return error.errors.map(causeOf).join('; ');
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}
