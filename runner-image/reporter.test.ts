@@ -84,4 +84,26 @@ describe('httpReporter', () => {
       ['stage', 50, 'result'],
     );
   });
+
+  test('progress goes out at most once per interval; the held one goes before the next stage, and none after the result', async () => {
+    received.length = 0;
+    const reporter = httpReporter(url, 'job-6', 'tok', { ...FAST, progressIntervalMs: 60_000 });
+    const progress = (outTimeSeconds: number): RunnerEvent => ({ type: 'progress', outTimeSeconds, speed: 1, durationSeconds: 10 });
+    reporter.send(progress(1)); // the first goes at once
+    assert.equal(await reporter.flush(), true);
+    for (let t = 2; t <= 5; t++) reporter.send(progress(t)); // held for the interval, the newest kept
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(
+      received.map((r) => r.body.event.outTimeSeconds),
+      [1],
+      'nothing more within the interval',
+    );
+    reporter.send({ type: 'stage', stage: 'UPLOADING' });
+    reporter.send(result);
+    assert.equal(await reporter.flush(), true);
+    assert.deepEqual(
+      received.map((r) => r.body.event.outTimeSeconds ?? r.body.event.type),
+      [1, 5, 'stage', 'result'],
+    );
+  });
 });

@@ -1,7 +1,8 @@
 // Cluster mode: the runner POSTs each event to the API with its Job's token, in order. Progress
 // events are best effort (while one waits to be sent, a newer one takes its place rather than queueing
-// behind it); stages and the result are retried, and a result that cannot be delivered makes the
-// runner exit non-zero so the Job fails visibly.
+// behind it) and go out at most every progressIntervalMs: each is a row the operator reads, and the
+// FfmpegCommand shows progress no more often anyway. Stages and the result are retried, and a result
+// that cannot be delivered makes the runner exit non-zero so the Job fails visibly.
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
 
 export interface Reporter {
@@ -15,14 +16,31 @@ export interface RetryTiming {
   retryForMs: number;
   firstDelayMs: number;
   maxDelayMs: number;
+  /** Least time between two progress POSTs; default 2 s (the operator mirrors progress every 2 s). */
+  progressIntervalMs?: number;
 }
 const RETRY: RetryTiming = { retryForMs: 180_000, firstDelayMs: 500, maxDelayMs: 5_000 };
+const PROGRESS_INTERVAL_MS = 2_000;
 
 export function httpReporter(url: string, jobName: string, token: string, retry: RetryTiming = RETRY): Reporter {
   let chain: Promise<boolean> = Promise.resolve(true);
   let resultDelivered = true;
-  /** The newest progress event, while a send of progress is queued and has not started. */
+  /** The newest progress event, while a send of progress is queued (or timed) and has not started. */
   let waitingProgress: RunnerEvent | null = null;
+  let progressTimer: NodeJS.Timeout | null = null;
+  let lastProgressPost = -Infinity;
+  const progressIntervalMs = retry.progressIntervalMs ?? PROGRESS_INTERVAL_MS;
+  /** Queues the send of the newest progress event behind what is queued now. */
+  const queueProgress = () => {
+    progressTimer = null;
+    chain = chain.then(() => {
+      const newest = waitingProgress;
+      waitingProgress = null;
+      if (!newest) return true;
+      lastProgressPost = performance.now();
+      return post(newest);
+    });
+  };
   const post = async (event: RunnerEvent): Promise<boolean> => {
     const deadline = Date.now() + (event.type === 'progress' ? 0 : retry.retryForMs);
     for (let delay = retry.firstDelayMs; ; delay = Math.min(delay * 2, retry.maxDelayMs)) {
@@ -43,19 +61,24 @@ export function httpReporter(url: string, jobName: string, token: string, retry:
       await new Promise((r) => setTimeout(r, delay));
     }
   };
+  const sendHeldProgress = () => {
+    if (!progressTimer) return;
+    clearTimeout(progressTimer);
+    queueProgress();
+  };
   return {
     send(event) {
       if (event.type === 'progress') {
         const queued = waitingProgress !== null;
         waitingProgress = event;
         if (queued) return;
-        chain = chain.then(() => {
-          const newest = waitingProgress!;
-          waitingProgress = null;
-          return post(newest);
-        });
+        const wait = lastProgressPost + progressIntervalMs - performance.now();
+        if (wait <= 0) queueProgress();
+        else progressTimer = setTimeout(queueProgress, wait);
         return;
       }
+      // Progress held for its interval goes first: events stay in order, and none follows the result.
+      sendHeldProgress();
       chain = chain.then(async () => {
         const ok = await post(event);
         if (event.type === 'result') resultDelivered = ok;
@@ -63,6 +86,7 @@ export function httpReporter(url: string, jobName: string, token: string, retry:
       });
     },
     async flush() {
+      sendHeldProgress();
       await chain;
       return resultDelivered;
     },
