@@ -16,6 +16,8 @@ import { keepInformer, type KeptInformer } from './cluster/watch.ts';
 import { parseJobName, type JobBackend, type JobListener, type JobRef, type JobRequest } from '../core/engine/job-backend.ts';
 import type { Toleration } from '../core/cluster-config.ts';
 
+type JobOwner = { name: string; uid: string; apiVersion: string; kind: string };
+
 export interface KubernetesBackendOptions {
   kubeconfig: KubeConfig;
   namespace: string;
@@ -26,7 +28,7 @@ export interface KubernetesBackendOptions {
   reportUrl: string;
   tokenSecret: string;
   /** The FfmpegCommand that owns a command's Jobs (for ownerReferences and garbage collection). */
-  ownerOf: (commandId: string) => { name: string; uid: string; apiVersion: string; kind: string } | null;
+  ownerOf: (commandId: string) => JobOwner | null | Promise<JobOwner | null>;
   ttlSecondsAfterFinished?: number;
   /** Runner events are read on every notification of a new one (watchEvents), and every pollMs in any case. */
   pollMs?: number;
@@ -125,7 +127,7 @@ export class KubernetesBackend implements JobBackend {
 
   async ensureJob(request: JobRequest): Promise<void> {
     if (this.created.has(request.ref.name) || this.jobs?.informer.get(request.ref.name, this.options.namespace)) return;
-    const owner = this.options.ownerOf(request.ref.commandId);
+    const owner = await this.options.ownerOf(request.ref.commandId);
     const labels = {
       [LABELS.managedBy]: MANAGED_BY,
       [LABELS.commandId]: request.ref.commandId,

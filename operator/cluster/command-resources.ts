@@ -42,6 +42,16 @@ export class CommandResources {
     if (uid) this.uidsAheadOfWatch.set(command.id, uid);
   }
 
+  private async read(commandId: string): Promise<FfmpegCommandObject> {
+    return (await this.api.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: this.namespace,
+      plural: PLURAL,
+      name: commandId,
+    })) as FfmpegCommandObject;
+  }
+
   /** Operator side: lists and watches the resources. */
   async start(onDeleted: (commandId: string) => void, onAdded: () => void = () => {}): Promise<void> {
     // Only names and uids are used here (ownerOf, ensure, deletions): the cache keeps no more, and the
@@ -81,8 +91,20 @@ export class CommandResources {
     await this.watch?.stop();
   }
 
-  ownerOf(commandId: string) {
-    const uid = this.watch?.informer.get(commandId, this.namespace)?.metadata?.uid ?? this.uidsAheadOfWatch.get(commandId);
+  /**
+   * The owner of a command's Jobs. A command submitted during a reconcile pass can be admitted before
+   * the watch has seen its resource: then (only then) the resource is read from the API server.
+   */
+  async ownerOf(commandId: string) {
+    let uid = this.watch?.informer.get(commandId, this.namespace)?.metadata?.uid ?? this.uidsAheadOfWatch.get(commandId);
+    if (!uid) {
+      try {
+        uid = (await this.read(commandId)).metadata?.uid;
+      } catch (err) {
+        if ((err as { code?: number }).code !== 404) throw err;
+      }
+      if (uid) this.uidsAheadOfWatch.set(commandId, uid);
+    }
     return uid ? { apiVersion: API_VERSION, kind: KIND, name: commandId, uid } : null;
   }
 
@@ -92,13 +114,7 @@ export class CommandResources {
     if (command.resourceCreatedAt) {
       // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
       try {
-        const obj = (await this.api.getNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace: this.namespace,
-          plural: PLURAL,
-          name: command.id,
-        })) as FfmpegCommandObject;
+        const obj = await this.read(command.id);
         if (obj.metadata?.uid) this.uidsAheadOfWatch.set(command.id, obj.metadata.uid);
         return 'present';
       } catch (err) {
