@@ -3,6 +3,7 @@
 // body at the first attempt, signs and POSTs it, and records the attempt: DELIVERED on a 2xx, else
 // a retry after the schedule's next delay, or FAILED past its end. It wakes on the database's
 // notification of a new delivery, when the next retry is due, and every few seconds as a safety net.
+import { SerialPasses } from '../../core/background/serial-passes.ts';
 import type { Logger } from 'pino';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import type { Database } from '../../core/db/database.ts';
@@ -54,8 +55,7 @@ export class WebhookWorker {
   private readonly pollMs: number;
   private readonly abort = new AbortController();
   private readonly inFlight = new Map<string, Promise<void>>();
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly passes: SerialPasses;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
   private unlisten: (() => Promise<void>) | null = null;
@@ -68,6 +68,7 @@ export class WebhookWorker {
     this.timeoutMs = o.timeoutMs ?? 15_000;
     this.maxParallel = o.maxParallel ?? 8;
     this.pollMs = o.pollMs ?? 5_000;
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'webhook');
   }
 
   async start(): Promise<void> {
@@ -81,20 +82,7 @@ export class WebhookWorker {
 
   /** Looks for due deliveries now. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err) => this.o.logger.error({ err }, 'webhook pass failed; the next pass retries'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.passes.kick();
   }
 
   /** Stops claiming, cuts attempts in flight short (their deliveries are due again at once) and waits for them. */
@@ -103,7 +91,7 @@ export class WebhookWorker {
     this.abort.abort(new Error('the webhook worker is stopping'));
     if (this.timer) clearTimeout(this.timer);
     await this.unlisten?.();
-    await this.running;
+    await this.passes.stop();
     await Promise.all(this.inFlight.values());
   }
 

@@ -3,6 +3,7 @@
 // - direct uploads: UPLOADED -> (probe) -> STORED;
 // - uploads neither completed nor aborted within the allowed time: aborted, FAILED (UPLOAD_EXPIRED).
 // A restart resumes: files caught mid-download start their download again.
+import { SerialPasses } from '../background/serial-passes.ts';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -41,8 +42,7 @@ export interface FileTasksOptions {
 export class FileTasks {
   private readonly options: FileTasksOptions;
   private readonly clock: () => Date;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly passes: SerialPasses;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private readonly abort = new AbortController();
@@ -51,6 +51,7 @@ export class FileTasks {
   constructor(o: FileTasksOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'file tasks');
   }
 
   async start(): Promise<void> {
@@ -64,27 +65,14 @@ export class FileTasks {
   }
 
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass()
-      .catch((err) => this.options.logger.error({ err }, 'file tasks pass failed; the next pass retries'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.passes.kick();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
     if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.passes.stop();
     await Promise.all(this.inFlight.values());
   }
 

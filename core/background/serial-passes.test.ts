@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { SerialPasses } from './serial-passes.ts';
+
+const silent = pino({ level: 'silent' });
+
+test('kicks during a pass make exactly one more pass, never two at once', async () => {
+  let running = 0;
+  let maxRunning = 0;
+  let passes = 0;
+  let release: () => void = () => {};
+  const passes$ = new SerialPasses(
+    async () => {
+      passes++;
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await new Promise<void>((r) => (release = r));
+      running--;
+    },
+    silent,
+    'test',
+  );
+  passes$.kick();
+  for (let i = 0; i < 10; i++) passes$.kick();
+  release(); // the first pass ends; the one more starts
+  await new Promise((r) => setImmediate(r));
+  release();
+  await passes$.stop();
+  assert.equal(passes, 2);
+  assert.equal(maxRunning, 1);
+});
+
+test('a failed pass is logged and the next kick runs again; after stop nothing runs', async () => {
+  const errors: string[] = [];
+  const logger = { error: (_o: unknown, msg: string) => errors.push(msg) } as unknown as pino.Logger;
+  let passes = 0;
+  const p = new SerialPasses(
+    async () => {
+      passes++;
+      throw new Error('boom');
+    },
+    logger,
+    'test',
+  );
+  p.kick();
+  await new Promise((r) => setImmediate(r));
+  p.kick();
+  await p.stop();
+  p.kick();
+  assert.equal(passes, 2);
+  assert.deepEqual(errors, ['test pass failed; the next pass retries', 'test pass failed; the next pass retries']);
+});
