@@ -132,10 +132,15 @@ export class Reconciler {
   async reconcileOnce(): Promise<void> {
     // Cancels asked through the API come first: what they free is free for this very pass.
     for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
+    // Cluster mode: the commands whose FfmpegCommand this pass made sure of. Only these start: one stored
+    // after that look may not have its resource yet, and its Job would have no owner.
+    let ensured: Set<string> | null = null;
     if (this.options.ensureResource) {
+      ensured = new Set();
       for (const command of await this.options.commands.active()) {
         const state = await this.options.ensureResource(command);
         if (state === 'deleted') await this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
+        else ensured.add(command.id);
       }
     }
     const jobs = await this.options.backend.listJobNames();
@@ -165,6 +170,10 @@ export class Reconciler {
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit) this.kick();
     for (const id of admitted) {
+      if (ensured && !ensured.has(id)) {
+        this.kick(); // the next pass makes sure of its resource first
+        continue;
+      }
       // The pass reads light rows; a command about to start needs its steps and outputs.
       const command = await this.options.commands.findById(id);
       if (command?.status !== CommandStatus.QUEUED) continue;
