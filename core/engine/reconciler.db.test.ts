@@ -81,6 +81,19 @@ class RecordingJobBackend implements JobBackend {
 }
 
 /** A reconciler over its own database: plan 'four' (4 vCPUs) with accounts A and B, a backend double. */
+/** A stored two-step chain (out_1 -> out_2), not started yet. */
+async function insertTwoStepChain(f: ReconcilerFixture) {
+  const row = chainRow(f.a, {
+    ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
+    output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
+    max_command_run_seconds: 60,
+    vcpu_count: 1,
+    is_private: false,
+  });
+  await f.commands.insert(row);
+  return row;
+}
+
 async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: number } = {}) {
   const database = await openTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'ffop-reconciler-'));
@@ -219,14 +232,7 @@ test('a success records the outputs and the figures, and deletes the job', async
 test('a chain moves to its next step with the earlier outputs stored', async () => {
   const f = await reconcilerFixture();
   try {
-    const row = chainRow(f.a, {
-      ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
-      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
-    await f.commands.insert(row);
+    const row = await insertTwoStepChain(f);
     const id = row.id;
     await f.reconciler.reconcileOnce();
     f.backend.succeed(f.backend.lastFor(id));
@@ -359,14 +365,7 @@ const progress = (outTimeSeconds: number, durationSeconds: number | null = 20): 
 test('progress is stored for the running step, cleared when the next step starts and when the command ends', async () => {
   const f = await reconcilerFixture();
   try {
-    const row = chainRow(f.a, {
-      ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
-      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
-    await f.commands.insert(row);
+    const row = await insertTwoStepChain(f);
     await f.reconciler.reconcileOnce();
     assert.equal((await f.commands.findById(row.id))!.progress, null, 'nothing before ffmpeg reports');
     const first = f.backend.lastFor(row.id);
@@ -518,14 +517,7 @@ test('cancel of a QUEUED command: it never starts; of a PROCESSING one: its job 
 test("cancel of a chain in its second step keeps the first step's outputs; a late result changes nothing", async () => {
   const f = await reconcilerFixture();
   try {
-    const row = chainRow(f.a, {
-      ffmpeg_commands: ['-f lavfi -i testsrc=d=1 {{out_1}}', '-i {{out_1}} -vf scale=32:-2 {{out_2}}'],
-      output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
-    await f.commands.insert(row);
+    const row = await insertTwoStepChain(f);
     await f.reconciler.reconcileOnce();
     f.backend.succeed(f.backend.lastFor(row.id));
     await f.eventually(row.id, (r) => r.currentStep === 1);
@@ -554,3 +546,5 @@ test("cancel of a chain in its second step keeps the first step's outputs; a lat
     await f.close();
   }
 });
+
+type ReconcilerFixture = Awaited<ReturnType<typeof reconcilerFixture>>;
