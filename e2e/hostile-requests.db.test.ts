@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { makeClip, startService, type ApiClient, type ServiceFixture } from './harness.ts';
@@ -143,7 +143,8 @@ describe('hostile requests', () => {
     );
     assert.equal(big.status, 413, JSON.stringify(big.body));
     assert.match(big.body.detail, /Part 1 is 100 bytes/);
-    assert.deepEqual(await readdir(uploadDir), ['upload.json']);
+    assert.deepEqual((await readdir(uploadDir)).sort(), ['data', 'upload.json']);
+    assert.equal((await stat(join(uploadDir, 'data'))).size, 0);
     assert.deepEqual(await readdir(join(svc.dataDir, 'storage', 'tmp')), []);
 
     const data = randomBytes(100);

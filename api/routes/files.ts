@@ -210,7 +210,7 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       const partSize = choosePartSize(req.size_bytes, req.part_size);
       const row = newStoredFile(caller, id, req.filename, req.is_private, { partSize, expectedSizeBytes: req.size_bytes });
       const key = row.storageKey;
-      const uploadId = await d.storage.createMultipartUpload(key, contentTypeForFileName(req.filename));
+      const uploadId = await d.storage.createMultipartUpload(key, contentTypeForFileName(req.filename), partSize);
       const urls: string[] = [];
       const parts = partCount(req.size_bytes, partSize);
       for (let part = 1; part <= parts; part++) {

@@ -3,23 +3,30 @@
 //   meta/<key>     JSON sidecar {contentType}; mirrors the objects tree, so a key that cannot
 //                  exist in objects/ (file/folder clash) cannot clash in meta/ either
 //   tmp/           uploads in progress; renamed into place when complete (atomic replace)
-//   uploads/<id>/  multipart uploads: upload.json {key, contentType, createdAt}, then per part
-//                  <partNumber> (the bytes) and <partNumber>.md5 (its MD5 hex, the part's ETag)
+//   uploads/<id>/  multipart uploads: upload.json {key, contentType, createdAt, partBytes}, data (every
+//                  part written in place at (n-1)·partBytes) and per uploaded part <n>.part ("<ETag>
+//                  <size>", the ETag being CRC-32 and size); completion renames data into place
 // It signs its own URLs (url-signing.ts); api/routes/storage-files.ts serves them.
 // Everything it creates is private to the service's user: files 0600, folders 0700.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Hash } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
 import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { Transform } from 'node:stream';
-import type { Readable, TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { crc32 } from 'node:zlib';
+import type { Readable } from 'node:stream';
 import { PRIVATE_DIR_MODE as DIR_MODE, PRIVATE_FILE_MODE as FILE_MODE } from '../data-permissions.ts';
-import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, normalizeEtag } from './multipart.ts';
+import { assertValidUploadPartBytes, checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber } from './multipart.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
-import { MAX_PRESIGN_TTL_SECONDS, MultipartError, ObjectSizeMismatch, StorageNotFound } from './storage.ts';
+import {
+  MAX_PRESIGN_TTL_SECONDS,
+  MultipartConflict,
+  MultipartError,
+  ObjectSizeMismatch,
+  StorageNotFound,
+  UploadNotFound,
+} from './storage.ts';
+import { UploadActivity } from './upload-activity.ts';
 import { assertValidKey, assertValidPrefix, encodeKeyForUrl, isPublicKey } from './keys.ts';
 import { contentTypeForFileName } from '../media/mime.ts';
 import { normalizeContentType } from './content-types.ts';
@@ -38,11 +45,19 @@ export const PART_SIZE_PARAM = 'X-Part-Size';
 // 24 random bytes in base64url: unguessable, and safe as a folder name.
 const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{32}$/;
 const UPLOAD_RECORD = 'upload.json';
+const UPLOAD_DATA = 'data';
+const PART_SUFFIX = '.part';
+/** S3's largest object. */
+const MAX_UPLOAD_BYTES = 5 * 1024 ** 4;
+/** Shared by every LocalStorage of this process (tests open several on one folder). */
+const UPLOADS_IN_PROGRESS = new UploadActivity();
 
 interface UploadRecord {
   key: string;
   contentType: string;
   createdAt: Date;
+  /** null for an upload started before parts were written in place (it can only be aborted). */
+  partBytes: number | null;
 }
 
 const REFUSAL_DETAILS: Record<Exclude<SignatureCheck, { ok: true }>['reason'], string> = {
@@ -107,6 +122,17 @@ export class LocalStorage implements Storage {
   }
 
   async put(key: string, body: Readable, opts: { size: number; contentType: string }): Promise<void> {
+    await this.#write(key, body, opts);
+  }
+
+  /** put() that also returns the MD5 hex of the bytes (the ETag of a PUT to a presigned URL). */
+  async receiveObject(key: string, body: Readable, opts: { size: number; contentType: string }): Promise<string> {
+    const md5 = createHash('md5');
+    await this.#write(key, body, opts, (chunk) => md5.update(chunk));
+    return md5.digest('hex');
+  }
+
+  async #write(key: string, body: Readable, opts: { size: number; contentType: string }, onChunk?: (chunk: Buffer) => void): Promise<void> {
     assertValidKey(key);
     if (!Number.isSafeInteger(opts.size) || opts.size < 0) throw new RangeError(`invalid size ${opts.size}`);
     const contentType = normalizeContentType(opts.contentType);
@@ -117,7 +143,12 @@ export class LocalStorage implements Storage {
     try {
       // Opened before streaming so the file exists for the cleanup below, whatever fails.
       const file = await open(tmpObject, 'wx', FILE_MODE);
-      await pipeline(body, exactSize(opts.size), file.createWriteStream({ flush: true }));
+      try {
+        await writeAt(file, 0, body, opts.size, onChunk);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
       await this.#publish(tmpObject, key, contentType);
     } finally {
       await rm(tmpObject, { force: true });
@@ -293,18 +324,23 @@ export class LocalStorage implements Storage {
   }
 
   // ---- multipart uploads ----
+  // Every part is written in place into the upload's one `data` file at (n-1)·partBytes, and its ETag
+  // and size go to `<n>.part` once its bytes are synced. Completion then checks the listed parts and
+  // renames `data` into place: no byte is copied or hashed again.
 
-  async createMultipartUpload(key: string, contentType: string): Promise<string> {
+  async createMultipartUpload(key: string, contentType: string, partBytes: number): Promise<string> {
     assertValidKey(key);
+    assertValidUploadPartBytes(partBytes);
     const type = normalizeContentType(contentType);
     if (type === null) throw new TypeError(`invalid content type ${JSON.stringify(contentType)}`);
     const uploadId = randomBytes(24).toString('base64url');
-    const record = { key, contentType: type, createdAt: new Date(this.#clock()).toISOString() };
-    // Built in tmp/ and renamed, so an upload folder always has its record.
+    const record = { key, contentType: type, createdAt: new Date(this.#clock()).toISOString(), partBytes };
+    // Built in tmp/ and renamed, so an upload folder always has its record and its data file.
     const staging = join(this.#tmpDir, `${uploadId}.upload`);
     await mkdir(staging, { recursive: true, mode: DIR_MODE });
     try {
       await writeFile(join(staging, UPLOAD_RECORD), JSON.stringify(record), { flag: 'wx', mode: FILE_MODE });
+      await writeFile(join(staging, UPLOAD_DATA), '', { flag: 'wx', mode: FILE_MODE });
       await mkdir(this.#uploadsDir, { recursive: true, mode: DIR_MODE });
       await rename(staging, join(this.#uploadsDir, uploadId));
     } finally {
@@ -314,56 +350,78 @@ export class LocalStorage implements Storage {
   }
 
   async presignUploadPart(key: string, uploadId: string, partNumber: number, ttlSeconds: number, partBytes: number): Promise<string> {
-    if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) throw new MultipartError('upload not found');
+    if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) throw new UploadNotFound();
     if (!isValidPartNumber(partNumber)) throw new RangeError(`part number must be an integer in 1..10000, got ${String(partNumber)}`);
     if (!isValidPartBytes(partBytes)) throw new RangeError(`part size must be an integer in 0..5 GiB, got ${String(partBytes)}`);
     return this.#presign('PUT', key, ttlSeconds, { uploadId, partNumber, partSize: partBytes });
   }
 
   /**
-   * Stores one part from a stream of exactly `size` bytes; returns its MD5 hex. Replaces an earlier
-   * upload of the same part. Rejects with MultipartError when the upload of `key` does not exist.
+   * Stores one part from a stream of exactly `size` bytes; returns its ETag. Replaces an earlier
+   * upload of the same part (which stops counting as uploaded as soon as the new one starts). Rejects
+   * with UploadNotFound, or MultipartConflict when the part is being sent by another request, the upload
+   * is being completed, or the part does not fit the upload's part size.
    */
   async receivePart(key: string, uploadId: string, partNumber: number, body: Readable, size: number): Promise<string> {
     if (!isValidPartNumber(partNumber)) throw new RangeError(`invalid part number ${String(partNumber)}`);
     if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`invalid size ${size}`);
-    if ((await this.#readUpload(key, uploadId)) === null) throw new MultipartError('upload not found');
+    const upload = await this.#readUpload(key, uploadId);
+    if (upload === null) throw new UploadNotFound();
+    const partBytes = inPlacePartBytes(upload);
+    if (size > partBytes) {
+      throw new MultipartConflict(`part ${partNumber} is ${size} bytes, more than the upload's part size of ${partBytes} bytes`);
+    }
+    const offset = (partNumber - 1) * partBytes;
+    if (offset + size > MAX_UPLOAD_BYTES) throw new MultipartConflict(`part ${partNumber} ends beyond the largest object (5 TiB)`);
+
     const dir = join(this.#uploadsDir, uploadId);
-    const tmpPart = join(dir, `${partNumber}.${randomUUID()}.tmp`);
-    const tmpEtag = `${tmpPart}.md5`;
+    const done = UPLOADS_IN_PROGRESS.beginPart(dir, partNumber);
+    const marker = join(dir, `${partNumber}${PART_SUFFIX}`);
+    const tmpMarker = join(dir, `${partNumber}.${randomUUID()}.tmp`);
     try {
-      const file = await open(tmpPart, 'wx', FILE_MODE);
-      const md5 = createHash('md5');
-      await pipeline(body, exactSize(size), hashing(md5), file.createWriteStream({ flush: true }));
-      const etag = md5.digest('hex');
-      await writeFile(tmpEtag, etag, { flag: 'wx', mode: FILE_MODE });
-      // ETag first, so a listed part always has one; completion re-hashes the bytes anyway.
-      await rename(tmpEtag, join(dir, `${partNumber}.md5`));
-      await rename(tmpPart, join(dir, String(partNumber)));
+      // Not uploaded while its bytes change: a send that fails half-way leaves the part missing.
+      await rm(marker, { force: true });
+      const data = await open(join(dir, UPLOAD_DATA), constants.O_WRONLY | constants.O_NOFOLLOW);
+      let crc = 0;
+      try {
+        await writeAt(data, offset, body, size, (chunk) => (crc = crc32(chunk, crc)));
+        await data.sync();
+      } finally {
+        await data.close();
+      }
+      const etag = partEtag(crc, size);
+      await writeFile(tmpMarker, `${etag} ${size}`, { flag: 'wx', mode: FILE_MODE });
+      await rename(tmpMarker, marker);
       return etag;
     } catch (err) {
-      // The folder went away: the upload was aborted or completed meanwhile.
-      if (isMissing(err)) throw new MultipartError('upload not found');
+      // The folder went away: the upload was aborted meanwhile.
+      if (isMissing(err)) throw new UploadNotFound();
       throw err;
     } finally {
-      await rm(tmpPart, { force: true });
-      await rm(tmpEtag, { force: true });
+      done();
+      await rm(tmpMarker, { force: true });
     }
   }
 
   async listParts(key: string, uploadId: string): Promise<UploadedPart[]> {
-    if ((await this.#readUpload(key, uploadId)) === null) throw new MultipartError('upload not found');
+    const upload = await this.#readUpload(key, uploadId);
+    if (upload === null) throw new UploadNotFound();
+    inPlacePartBytes(upload);
     const dir = join(this.#uploadsDir, uploadId);
     const parts: UploadedPart[] = [];
     for (const name of await listDir(dir)) {
-      if (!/^[1-9][0-9]{0,4}$/.test(name) || !isValidPartNumber(Number(name))) continue;
+      const partNumber = Number(/^([1-9][0-9]{0,4})\.part$/.exec(name)?.[1]);
+      if (!isValidPartNumber(partNumber)) continue;
+      let marker: string;
       try {
-        const info = await stat(join(dir, name));
-        const etag = (await readFile(join(dir, `${name}.md5`), 'utf8')).trim();
-        parts.push({ partNumber: Number(name), etag: `"${etag}"`, size: info.size });
+        marker = await readFile(join(dir, name), 'utf8');
       } catch (err) {
-        if (!isMissing(err)) throw err; // else: replaced or aborted meanwhile
+        if (isMissing(err)) continue; // being replaced, or the upload aborted meanwhile
+        throw err;
       }
+      const [, etag, size] = /^([0-9a-f]{8}-[0-9a-f]{1,14}) ([0-9]{1,16})$/.exec(marker) ?? [];
+      if (etag === undefined) throw new Error(`unreadable marker of part ${partNumber} of upload ${uploadId}`);
+      parts.push({ partNumber, etag: `"${etag}"`, size: Number(size) });
     }
     return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
@@ -374,28 +432,47 @@ export class LocalStorage implements Storage {
     requested: { partNumber: number; etag: string }[],
   ): Promise<{ size: number }> {
     const upload = await this.#readUpload(key, uploadId);
-    if (upload === null) throw new MultipartError('upload not found');
+    if (upload === null) throw new UploadNotFound();
+    const partBytes = inPlacePartBytes(upload);
     const dir = join(this.#uploadsDir, uploadId);
-    const parts = checkCompletion(requested, await this.listParts(key, uploadId), this.#minPartBytes);
-
-    await mkdir(this.#tmpDir, { recursive: true, mode: DIR_MODE });
-    const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
-    let size = 0;
+    const done = UPLOADS_IN_PROGRESS.beginCompletion(dir);
     try {
-      const out = await open(tmpObject, 'wx', FILE_MODE);
-      const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
-      try {
-        for (const part of parts) size += await appendPart(out, join(dir, String(part.partNumber)), part, buffer);
-        await out.sync();
-      } finally {
-        await out.close();
+      const parts = checkCompletion(requested, await this.listParts(key, uploadId), this.#minPartBytes);
+      // In place, part n starts at (n-1)·partBytes: a shorter part but the last would leave a gap.
+      for (const part of parts.slice(0, -1)) {
+        if (part.size !== partBytes) {
+          throw new MultipartError(
+            `part ${part.partNumber} is ${part.size} bytes; every part but the last must be ${partBytes} bytes (the upload's part size)`,
+          );
+        }
       }
-      await this.#publish(tmpObject, key, upload.contentType);
+      const size = (parts.length - 1) * partBytes + parts[parts.length - 1].size;
+      const dataPath = join(dir, UPLOAD_DATA);
+      const data = await open(dataPath, constants.O_WRONLY | constants.O_NOFOLLOW);
+      try {
+        await data.truncate(size); // bytes of parts beyond the listed ones
+        await data.sync();
+      } finally {
+        await data.close();
+      }
+      await mkdir(this.#tmpDir, { recursive: true, mode: DIR_MODE });
+      const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
+      await rename(dataPath, tmpObject);
+      try {
+        await this.#publish(tmpObject, key, upload.contentType);
+      } catch (err) {
+        // E.g. the key clashes with a folder: the upload keeps its bytes and stays usable.
+        await rename(tmpObject, dataPath);
+        throw err;
+      }
+      await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+      return { size };
+    } catch (err) {
+      if (isMissing(err) && !(err instanceof MultipartError)) throw new UploadNotFound();
+      throw err;
     } finally {
-      await rm(tmpObject, { force: true });
+      done();
     }
-    await rm(dir, { recursive: true, force: true, maxRetries: 3 });
-    return { size };
   }
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
@@ -407,7 +484,7 @@ export class LocalStorage implements Storage {
   async #readUpload(key: string | null, uploadId: string): Promise<UploadRecord | null> {
     if (key !== null) assertValidKey(key);
     if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) return null;
-    let record: { key?: unknown; contentType?: unknown; createdAt?: unknown };
+    let record: { key?: unknown; contentType?: unknown; createdAt?: unknown; partBytes?: unknown };
     try {
       record = JSON.parse(await readFile(join(this.#uploadsDir, uploadId, UPLOAD_RECORD), 'utf8')) as typeof record;
     } catch (err) {
@@ -418,7 +495,8 @@ export class LocalStorage implements Storage {
     const contentType = normalizeContentType(typeof record.contentType === 'string' ? record.contentType : null);
     const createdAt = new Date(typeof record.createdAt === 'string' ? record.createdAt : NaN);
     if (contentType === null || Number.isNaN(createdAt.getTime())) return null;
-    return { key: record.key, contentType, createdAt };
+    const partBytes = isValidPartBytes(record.partBytes) && record.partBytes > 0 ? record.partBytes : null;
+    return { key: record.key, contentType, createdAt, partBytes };
   }
 
   #nowSeconds(): number {
@@ -450,6 +528,19 @@ export class LocalStorage implements Storage {
   }
 }
 
+/**
+ * A part's ETag: its CRC-32 and size in hex. Opaque to clients, as S3's are; not MD5, whose single
+ * thread ran at 500 MiB/s here and cost uploads 40% of their throughput (CRC-32: 2 GiB/s).
+ */
+function partEtag(crc: number, size: number): string {
+  return `${crc.toString(16).padStart(8, '0')}-${size.toString(16)}`;
+}
+
+function inPlacePartBytes(upload: UploadRecord): number {
+  if (upload.partBytes !== null) return upload.partBytes;
+  throw new MultipartConflict('this upload was started by an earlier version of the service that stored parts differently; start it again');
+}
+
 function isSatisfiable(range: ByteRange, size: number): boolean {
   return (
     Number.isSafeInteger(range.start) &&
@@ -460,67 +551,22 @@ function isSatisfiable(range: ByteRange, size: number): boolean {
   );
 }
 
-/** Passes bytes through and fails unless exactly `size` bytes went by. */
-function exactSize(size: number): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
-      seen += chunk.length;
-      if (seen > size) done(new ObjectSizeMismatch(size, `more than ${size}`));
-      else done(null, chunk);
-    },
-    flush(done: TransformCallback) {
-      done(seen === size ? null : new ObjectSizeMismatch(size, String(seen)));
-    },
-  });
-}
-
 /**
- * Appends one part's bytes to `out` through `buffer`; checks they still hash to the part's ETag (the
- * part may have been replaced since it was listed). Returns the byte count.
+ * Writes exactly `size` bytes of `body` from `position` on, a chunk at a time (a plain loop: a Transform
+ * and a write stream in a pipeline cost uploads a tenth of their throughput); `onChunk` sees each chunk.
+ * Leaving the loop early destroys `body`.
  */
-async function appendPart(out: FileHandle, path: string, part: UploadedPart, buffer: Buffer): Promise<number> {
-  let input: FileHandle;
-  try {
-    input = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (isMissing(err)) throw new MultipartError(`part ${part.partNumber} is missing`);
-    throw err;
-  }
-  const md5 = createHash('md5');
-  let size = 0;
-  try {
-    for (;;) {
-      const { bytesRead } = await input.read(buffer, 0, buffer.length, null);
-      if (bytesRead === 0) break;
-      const chunk = buffer.subarray(0, bytesRead);
-      md5.update(chunk);
-      size += bytesRead;
-      await writeAll(out, chunk);
+async function writeAt(file: FileHandle, position: number, body: Readable, size: number, onChunk?: (chunk: Buffer) => void): Promise<void> {
+  let seen = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    seen += chunk.length;
+    if (seen > size) throw new ObjectSizeMismatch(size, `more than ${size}`);
+    onChunk?.(chunk);
+    for (let done = 0; done < chunk.length;) {
+      done += (await file.write(chunk, done, chunk.length - done, position + seen - chunk.length + done)).bytesWritten;
     }
-  } finally {
-    await input.close();
   }
-  if (md5.digest('hex') !== normalizeEtag(part.etag)) {
-    throw new MultipartError(`ETag of part ${part.partNumber} does not match the uploaded part`);
-  }
-  return size;
-}
-
-async function writeAll(out: FileHandle, data: Buffer): Promise<void> {
-  for (let offset = 0; offset < data.length;) {
-    offset += (await out.write(data, offset, data.length - offset)).bytesWritten;
-  }
-}
-
-/** Passes bytes through, feeding them to `hash`. */
-function hashing(hash: Hash): Transform {
-  return new Transform({
-    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
+  if (seen !== size) throw new ObjectSizeMismatch(size, String(seen));
 }
 
 function isMissing(err: unknown): boolean {

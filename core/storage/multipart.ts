@@ -14,11 +14,18 @@ export function isValidPartBytes(bytes: unknown): bytes is number {
   return Number.isSafeInteger(bytes) && (bytes as number) >= 0 && (bytes as number) <= MAX_PART_BYTES;
 }
 
+/** The size of every part but the last, fixed when an upload starts: 1 byte to 5 GiB. */
+export function assertValidUploadPartBytes(partBytes: unknown): asserts partBytes is number {
+  if (!isValidPartBytes(partBytes) || partBytes === 0) {
+    throw new RangeError(`part size must be an integer in 1..5 GiB, got ${String(partBytes)}`);
+  }
+}
+
 export function isValidPartNumber(partNumber: unknown): partNumber is number {
   return Number.isInteger(partNumber) && (partNumber as number) >= 1 && (partNumber as number) <= MAX_PART_NUMBER;
 }
 
-/** Quotes and case differ between servers and clients; the MD5 hex inside is what counts. */
+/** Quotes and case differ between servers and clients; the text inside is what counts. */
 export function normalizeEtag(etag: string): string {
   return etag
     .trim()

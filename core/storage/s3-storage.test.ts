@@ -86,7 +86,7 @@ describe('S3 storage: part URLs sign their Content-Length', () => {
     const storage = new S3Storage({ ...settings, bucket });
     try {
       const key = 'contract/bound.bin';
-      const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+      const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream', 100);
       const url = new URL(await storage.presignUploadPart(key, uploadId, 1, 600, 100));
       assert.equal(url.searchParams.get('X-Amz-SignedHeaders'), 'content-length;host');
       const unbound = new URL(url);

@@ -11,7 +11,14 @@ import { assertValidKey, assertValidPrefix, encodeKeyForUrl } from './keys.ts';
 import { contentTypeForFileName } from '../media/mime.ts';
 import { normalizeContentType } from './content-types.ts';
 import { MAX_PRESIGN_TTL_SECONDS, ObjectSizeMismatch } from './storage.ts';
-import { checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber, MAX_PART_NUMBER } from './multipart.ts';
+import {
+  assertValidUploadPartBytes,
+  checkCompletion,
+  DEFAULT_MIN_PART_BYTES,
+  isValidPartBytes,
+  isValidPartNumber,
+  MAX_PART_NUMBER,
+} from './multipart.ts';
 import { awsEscape, presignS3Url } from './s3-presign.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
 import { MultipartError, StorageNotFound } from './storage.ts';
@@ -243,8 +250,10 @@ export class S3Storage implements Storage {
 
   // ---- multipart uploads ----
 
-  async createMultipartUpload(key: string, contentType: string): Promise<string> {
+  /** `partBytes` is checked only: S3 takes parts of any size (the URLs bind each one's). */
+  async createMultipartUpload(key: string, contentType: string, partBytes: number): Promise<string> {
     assertValidKey(key);
+    assertValidUploadPartBytes(partBytes);
     const type = normalizeContentType(contentType);
     if (type === null) throw new TypeError(`invalid content type ${JSON.stringify(contentType)}`);
     const uploadId = await this.#client.initiateNewMultipartUpload(this.bucket, key, { 'Content-Type': type });

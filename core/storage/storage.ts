@@ -38,8 +38,11 @@ export interface Storage {
 
   // Multipart uploads, S3 semantics: parts are numbered from 1, every part but the last is at least
   // 5 MiB, a PUT to a part URL answers an ETag header, and completion lists every part in order.
-  /** Starts a multipart upload of `key`; returns its upload id. */
-  createMultipartUpload(key: string, contentType: string): Promise<string>;
+  /**
+   * Starts a multipart upload of `key`; returns its upload id. `partBytes` (1 byte to 5 GiB) is the size
+   * of every part but the last, as the spec's part_size: a backend may place part n at (n-1)·partBytes.
+   */
+  createMultipartUpload(key: string, contentType: string, partBytes: number): Promise<string>;
   /**
    * URL that accepts one HTTP PUT of part `partNumber` (1..10000) for ttlSeconds, without credentials,
    * whose body is exactly `partBytes` bytes: the size is bound into the signature, so a client cannot
@@ -50,7 +53,8 @@ export interface Storage {
   listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
   /**
    * Assembles the object from the listed parts. Rejects with MultipartError (and stores nothing) when a
-   * part is missing, out of order, or its ETag does not match the uploaded part.
+   * part is missing, out of order, its ETag does not match the uploaded part, or a part but the last is
+   * smaller than the minimum (the local backend: not exactly partBytes).
    */
   completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<{ size: number }>;
   /** Discards the upload and its parts. Unknown or finished uploads are not an error. */
@@ -68,6 +72,22 @@ export class MultipartError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'MultipartError';
+  }
+}
+
+/** The upload id is unknown, malformed, of another key, or already completed or aborted. */
+export class UploadNotFound extends MultipartError {
+  constructor() {
+    super('upload not found');
+    this.name = 'UploadNotFound';
+  }
+}
+
+/** The upload exists but cannot take this request now or in this form; the message says why. */
+export class MultipartConflict extends MultipartError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MultipartConflict';
   }
 }
 

@@ -145,7 +145,7 @@ async function main(size: number, partBytes: number, parallel: number, runs: num
  * Returns the seconds the completion took.
  */
 async function uploadInParts(storage: Storage, key: string, upload: Upload): Promise<number> {
-  const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream');
+  const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream', upload.partBytes);
   const etags = await putParts(upload, (n, length) => storage.presignUploadPart(key, uploadId, n, 3600, length));
   const start = performance.now();
   await storage.completeMultipartUpload(
