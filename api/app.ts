@@ -26,6 +26,7 @@ export interface AppDeps {
   commands: CommandsRepo;
   /** The poll path's read of a command with its outputs, scoped by account (a PollCache's `find`). */
   readCommand: CommandRoutesDeps['readCommand'];
+  insertCommand: CommandRoutesDeps['insertCommand'];
   files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
@@ -110,6 +111,7 @@ export function createApp(d: AppDeps): Hono {
     commandRoutes({
       commands: d.commands,
       readCommand: d.readCommand,
+      insertCommand: d.insertCommand,
       quotas,
       storage: d.storage,
       dispatch: d.dispatch,

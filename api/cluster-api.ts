@@ -82,6 +82,7 @@ export async function startClusterApi(
     accounts,
     commands,
     readCommand: polls.find,
+    insertCommand: polls.insert,
     files,
     storage: o.storage,
     logger: o.logger,

@@ -120,6 +120,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       accounts,
       commands,
       readCommand: polls.find,
+      insertCommand: polls.insert,
       files,
       storage,
       logger,

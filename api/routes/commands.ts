@@ -1,8 +1,9 @@
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
-import type { CommandsRepo, CommandWithOutputs } from '../../core/commands/commands-repo.ts';
+import type { CommandsRepo, CommandWithOutputs, NewCommandRow } from '../../core/commands/commands-repo.ts';
 import type { Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
+import { hasEnded } from '../../core/commands/command-status.ts';
 import type { AppEnv } from '../auth.ts';
 import { chainRow, singleCommandRow } from '../commands/submission.ts';
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
@@ -12,9 +13,14 @@ import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
 import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
 import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
 
+/** JSON of ended commands' records, by the cached read it was made from. */
+const finishedRecordJson = new WeakMap<CommandWithOutputs, string>();
+
 export interface CommandRoutesDeps {
   commands: CommandsRepo;
   readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
+  /** Stores a new command (through the poll cache, which keeps it for the first polls). */
+  insertCommand: (row: NewCommandRow) => Promise<void>;
   quotas: Quotas;
   storage: Storage;
   /** Hands new work to the reconciler (embedded) or creates the FfmpegCommand (cluster). */
@@ -84,7 +90,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
   async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
     const row = build();
     await d.quotas.checkNewCommand(c.get('caller').account);
-    await d.commands.insert(row);
+    await d.insertCommand(row);
     d.dispatch(row.id);
     return c.json({ command_id: row.id }, 200);
   }
@@ -106,7 +112,17 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       const { presigned_ttl_seconds } = queryParams(c, presignQuerySchema);
       const found = await d.readCommand(c.get('caller').account.id, id);
       if (!found) return c.json({ detail: 'Command not found' }, 404);
-      return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
+      if (presigned_ttl_seconds !== undefined || !hasEnded(found.row.status)) {
+        return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
+      }
+      // An ended command's record no longer changes (no clock in it, URLs without expiry): its JSON
+      // lives as long as the poll cache keeps this read, and later polls only send it.
+      let json = finishedRecordJson.get(found);
+      if (json === undefined) {
+        json = JSON.stringify(await commandRecord(found.row, found.files, d.storage, d.clock()));
+        finishedRecordJson.set(found, json);
+      }
+      return c.body(json, 200, { 'Content-Type': 'application/json' });
     },
   );
 

@@ -8,6 +8,9 @@ export const CommandStatus = {
 } as const;
 export type CommandStatus = (typeof CommandStatus)[keyof typeof CommandStatus];
 
+/** SUCCESS or FAILED: the command will not change again. */
+export const hasEnded = (status: string): boolean => status === CommandStatus.SUCCESS || status === CommandStatus.FAILED;
+
 export const CommandType = {
   FFMPEG_COMMAND: 'FFMPEG_COMMAND',
   FFMPEG_CHAINED_COMMANDS: 'FFMPEG_CHAINED_COMMANDS',

@@ -64,8 +64,10 @@ export class CommandsRepo {
     this.db = db;
   }
 
-  async insert(row: NewCommandRow): Promise<void> {
-    await this.db.insert(commands).values(row);
+  /** Stores a new command; returns it as stored (defaults filled in). */
+  async insert(row: NewCommandRow): Promise<CommandRow> {
+    const [stored] = await this.db.insert(commands).values(row).returning();
+    return stored;
   }
 
   /**

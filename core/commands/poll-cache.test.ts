@@ -122,3 +122,28 @@ test('entries expire after the time to live, and the oldest goes when full', asy
   await cache.read('A', 'c1', db.load);
   assert.equal(db.calls, 5, 'c1 was the oldest and went first');
 });
+
+test('a created command is kept: its first polls need no read', async () => {
+  const cache = new PollCache();
+  await cache.created('c1', async () => record('c1', 'A', 'QUEUED'));
+  const db = recordingLoad(record('c1', 'A', 'PROCESSING'));
+  assert.equal((await cache.read('A', 'c1', db.load))?.row.status, 'QUEUED');
+  assert.equal(db.calls, 0);
+  cache.changed('c1');
+  assert.equal((await cache.read('A', 'c1', db.load))?.row.status, 'PROCESSING');
+});
+
+test('a change notified while the command is being created keeps it out of the cache', async () => {
+  const cache = new PollCache();
+  let stored!: () => void;
+  const writing = cache.created(
+    'c1',
+    () => new Promise<CommandWithOutputs>((resolve) => (stored = () => resolve(record('c1', 'A', 'QUEUED')))),
+  );
+  cache.changed('c1'); // e.g. the reconciler started it before the insert's answer came back
+  stored();
+  await writing;
+  const db = recordingLoad(record('c1', 'A', 'PROCESSING'));
+  assert.equal((await cache.read('A', 'c1', db.load))?.row.status, 'PROCESSING');
+  assert.equal(db.calls, 1);
+});

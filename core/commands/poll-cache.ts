@@ -3,7 +3,7 @@
 // process it runs in (this one, the operator, another API replica), makes the database notify the
 // change on commit (triggers of migration 0004), and the cache forgets what the notification names.
 import type { Database } from '../db/database.ts';
-import type { CommandsRepo, CommandWithOutputs } from './commands-repo.ts';
+import type { CommandsRepo, CommandWithOutputs, NewCommandRow } from './commands-repo.ts';
 
 export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
 
@@ -45,6 +45,14 @@ export class PollCache {
   async read(accountId: string, id: string, load: () => Promise<CommandWithOutputs | null>): Promise<CommandWithOutputs | null> {
     const value = await this.readAny(id, load);
     return value?.row.accountId === accountId ? value : null;
+  }
+
+  /**
+   * A new command: `write` stores it and returns it with its (no) outputs, which is kept as a read's
+   * result would be. Its first poll, often right after the submit, then needs no read.
+   */
+  async created(id: string, write: () => Promise<CommandWithOutputs>): Promise<void> {
+    await this.readAny(id, write);
   }
 
   /** The command `id` changed (or a file of it): the next read goes to the database. */
@@ -102,6 +110,8 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
     cache,
     /** The poll path's read. */
     find: (accountId: string, id: string) => cache.read(accountId, id, () => commands.findWithOutputs(id)),
+    /** The submit path's write: the new command is kept for its polls. */
+    insert: (row: NewCommandRow) => cache.created(row.id, async () => ({ row: await commands.insert(row), files: [] })),
     stop,
   };
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
+import { takeTurnsWithRequests } from './pglite-fairness.ts';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -60,6 +61,7 @@ function openPostgres(url: string): Database {
 async function openPglite(folder: string): Promise<Database> {
   if (folder === 'memory') {
     const client = await PGlite.create(PGLITE_OPTIONS);
+    takeTurnsWithRequests(client);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
       driver: 'pglite',
@@ -73,6 +75,7 @@ async function openPglite(folder: string): Promise<Database> {
   try {
     if (!(await exists(join(folder, 'PG_VERSION')))) await initPgliteFolder(folder);
     const client = await PGlite.create(folder, PGLITE_OPTIONS);
+    takeTurnsWithRequests(client);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
       driver: 'pglite',

@@ -5,6 +5,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  date,
   doublePrecision,
   index,
   integer,
@@ -253,4 +254,25 @@ export const webhookDeliveries = pgTable(
       .on(t.nextAttemptAt)
       .where(sql`${t.status} = 'PENDING'`),
   ],
+);
+
+/**
+ * Bytes each account keeps in storage (live files, and announced sizes of uploads in progress), kept
+ * by a trigger on `files` (migration 0006) so that a quota check reads one row, not every file.
+ */
+export const accountStorage = pgTable('account_storage', {
+  accountId: uuid('account_id').primaryKey(),
+  storedBytes: bigint('stored_bytes', { mode: 'number' }).notNull().default(0),
+});
+
+/** Bytes each account's commands processed, per UTC month of their creation, kept by a trigger on `commands`. */
+export const accountMonthlyProcessing = pgTable(
+  'account_monthly_processing',
+  {
+    accountId: uuid('account_id').notNull(),
+    /** The first day of the month (UTC). */
+    month: date('month', { mode: 'string' }).notNull(),
+    processedBytes: bigint('processed_bytes', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.month] })],
 );

@@ -1,9 +1,9 @@
 // Stored files: command outputs, files stored from a URL, direct uploads. Reads a client can trigger
 // are scoped by account, so another account's ids behave exactly like unknown ones.
-import { and, desc, eq, gte, inArray, isNull, lt, ne, or, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, lt, ne, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
-import { commands, files } from '../db/schema.ts';
+import { accountStorage, files } from '../db/schema.ts';
 import { FileStatus, StoreType } from './file-status.ts';
 
 export type FileRow = typeof files.$inferSelect;
@@ -99,27 +99,28 @@ export class FilesRepo {
       .where(and(eq(files.status, uploadStatus), lt(files.createdAt, olderThan), sql`${files.uploadId} is not null`));
   }
 
-  /** Bytes the account keeps in storage: live files, plus announced sizes of uploads in progress. */
+  /**
+   * Bytes the account keeps in storage: live files, plus announced sizes of uploads in progress (a
+   * running sum kept by a trigger, migration 0006).
+   */
   async storageUsedBytes(accountId: string): Promise<number> {
-    const [row] = await this.db.select({ bytes: storedBytes }).from(files).where(liveFilesOf(accountId));
+    const [row] = await this.db
+      .select({ bytes: accountStorage.storedBytes })
+      .from(accountStorage)
+      .where(eq(accountStorage.accountId, accountId));
     return Number(row?.bytes ?? 0);
   }
 
-  /** Both quota figures in one read: bytes the account stores, and bytes its commands processed since `since`. */
+  /**
+   * Both quota figures in one read: bytes the account stores, and bytes its commands created since
+   * `since` (the start of a UTC month) processed. Running sums kept by triggers (migration 0006).
+   */
   async usage(accountId: string, since: Date): Promise<{ storedBytes: number; processedBytes: number }> {
-    const stored = this.db.select({ bytes: storedBytes }).from(files).where(liveFilesOf(accountId));
-    const processed = this.db
-      .select({ bytes: sql<number>`coalesce(sum(${commands.processedBytes}), 0)::float8` })
-      .from(commands)
-      .where(and(eq(commands.accountId, accountId), gte(commands.createdAt, since)));
-    const result = await this.db.execute(sql`select (${stored}) as stored, (${processed}) as processed`);
-    const [row] = rowsOf<{ stored: number; processed: number }>(result);
+    const month = since.toISOString().slice(0, 10);
+    const result = await this.db.execute(sql`select
+      (select stored_bytes from account_storage where account_id = ${accountId})::float8 as stored,
+      (select processed_bytes from account_monthly_processing where account_id = ${accountId} and month = ${month})::float8 as processed`);
+    const [row] = rowsOf<{ stored: number | null; processed: number | null }>(result);
     return { storedBytes: Number(row?.stored ?? 0), processedBytes: Number(row?.processed ?? 0) };
   }
-}
-
-const storedBytes = sql<number>`coalesce(sum(coalesce(${files.sizeBytes}, ${files.expectedSizeBytes}, 0)), 0)::float8`;
-
-function liveFilesOf(accountId: string) {
-  return and(eq(files.accountId, accountId), eq(files.isDeleted, false), ne(files.status, 'FAILED'));
 }

@@ -6,7 +6,7 @@
 //            submits per second, submit and poll latency.
 //   memory   the service's resident memory idle, and while those 1,000 commands wait.
 // The service runs as `npm start` runs it (compiled, own process), on PGlite, or on PostgreSQL when
-// FFOP_TEST_DATABASE_URL=postgres://... is set. Needs wrk (Debian's `wrk`).
+// FFOP_TEST_DATABASE_URL=postgres://... is set. Needs wrk (Debian's `wrk`, installed when missing).
 // Run: npm run bench:api -- [seconds per wrk run = 8]
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -88,8 +88,9 @@ async function bareHono(body: unknown): Promise<{ url: string; close(): void }> 
   };
 }
 
-await run('wrk', ['--version']).catch((err: { stdout?: string }) => {
-  if (!err.stdout?.includes('wrk')) throw new Error('wrk is not installed (apt-get install wrk)');
+// wrk comes from Debian's packages, installed once by the project's script.
+await run('bash', [join(ROOT, 'scripts/ensure-system-deps.sh')], {
+  env: { ...process.env, FFOP_NEED_BENCH: '1' },
 });
 const svc = await startServiceProcess({ compiled: true });
 try {
