@@ -112,7 +112,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       const { presigned_ttl_seconds } = queryParams(c, presignQuerySchema);
       const found = await d.readCommand(c.get('caller').account.id, id);
       if (!found) return c.json({ detail: 'Command not found' }, 404);
-      if (presigned_ttl_seconds !== undefined || !hasEnded(found.row.status)) {
+      if (presigned_ttl_seconds !== undefined || !hasEnded(found.row.status) || found.row.finishedAt === null) {
         return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
       }
       // An ended command's record no longer changes (no clock in it, URLs without expiry): its JSON

@@ -355,3 +355,32 @@ test('attack: a URL whose name resolves to loopback is not contacted; the attemp
   assert.match(d.attempts[0].error ?? '', /refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public address/);
   assert.equal(r.connections(), 0);
 });
+
+test('a command ending on an account without a webhook wakes no sender; one with a webhook wakes it once', async (t) => {
+  const f = await fixture(t, []);
+  const wakeUps: string[] = [];
+  const stop = await f.database.listen(
+    'ffop_webhook_delivery',
+    (payload) => wakeUps.push(payload),
+    () => {},
+  );
+  const ended = async () => {
+    const row = singleCommandRow(f.caller, {
+      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
+      output_files: { out_1: 'a.mp4' },
+      max_command_run_seconds: 60,
+      vcpu_count: 1,
+      is_private: false,
+    });
+    await f.commands.insert(row);
+    await f.commands.update(row.id, { status: 'SUCCESS', finishedAt: new Date() });
+  };
+  await ended();
+  await new Promise((r) => setTimeout(r, 300)); // notifications arrive after commit
+  assert.deepEqual(wakeUps, []);
+  await f.repo.set(f.caller.account.id, 'main', 'https://hooks.example.com/x', false, new Date());
+  await ended();
+  for (let i = 0; i < 50 && wakeUps.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  await stop();
+  assert.equal(wakeUps.length, 1);
+});

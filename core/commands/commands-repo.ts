@@ -8,8 +8,11 @@ import { CommandStatus } from './command-status.ts';
 
 export type CommandRow = typeof commands.$inferSelect;
 export type NewCommandRow = typeof commands.$inferInsert;
+/** A step of a command as one attempt runs it (a job). */
+export type RunningStep = { commandId: string; step: number; attempt: number };
 export type { FileRow, NewFileRow } from '../files/files-repo.ts';
 import type { FileRow, NewFileRow } from '../files/files-repo.ts';
+import type { ProcessingStage } from '../jobs/step-spec.ts';
 
 /** Notified with a command's id when its cancel is requested: the reconciler (the operator, in cluster mode) acts at once. */
 export const COMMAND_CANCEL_CHANNEL = 'ffop_command_cancel';
@@ -192,10 +195,19 @@ export class CommandsRepo {
    * Stores the progress of a step if that step still runs (its command PROCESSING, at that step and
    * attempt), in one cheap statement: a late event changes nothing. True when stored.
    */
-  async recordProgress(step: { commandId: string; step: number; attempt: number }, progress: CommandProgress): Promise<boolean> {
+  async recordProgress(step: RunningStep, progress: CommandProgress): Promise<boolean> {
+    return this.updateRunningStep(step, { progress });
+  }
+
+  /** Stores the stage a step reached, under the same condition as recordProgress. True when stored. */
+  async recordStage(step: RunningStep, processingStage: ProcessingStage): Promise<boolean> {
+    return this.updateRunningStep(step, { processingStage });
+  }
+
+  private async updateRunningStep(step: RunningStep, patch: Partial<NewCommandRow>): Promise<boolean> {
     const stored = await this.db
       .update(commands)
-      .set({ progress })
+      .set(patch)
       .where(
         and(
           eq(commands.id, step.commandId),

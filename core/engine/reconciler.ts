@@ -260,16 +260,18 @@ export class Reconciler {
   }
 
   private async apply(ref: JobRef, event: RunnerEvent, problem: string | null = null): Promise<void> {
+    if (event.type === 'stage') {
+      // One conditional statement: events of an earlier attempt, or of an ended command, change nothing.
+      if (await this.options.commands.recordStage(ref, event.stage)) {
+        this.options.onCommandChanged?.(ref.commandId);
+        this.log({ id: ref.commandId }).info({ step: ref.step, stage: event.stage }, 'stage');
+      }
+      return;
+    }
     const command = await this.options.commands.findById(ref.commandId);
     // Events of an earlier attempt (or of a command that already ended) change nothing.
     if (!command || command.status !== CommandStatus.PROCESSING || jobName(command.id, command.currentStep, command.attempt) !== ref.name) {
       if (event.type === 'result') await this.options.backend.deleteJob(ref.name);
-      return;
-    }
-    if (event.type === 'stage') {
-      await this.options.commands.update(command.id, { processingStage: event.stage });
-      this.options.onCommandChanged?.(command.id);
-      this.log(command).info({ step: command.currentStep, stage: event.stage }, 'stage');
       return;
     }
     if (event.type === 'progress') return;

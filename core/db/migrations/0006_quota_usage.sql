@@ -83,3 +83,11 @@ INSERT INTO account_storage (account_id, stored_bytes)
 INSERT INTO account_monthly_processing (account_id, month, processed_bytes)
   SELECT account_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, sum(processed_bytes) FROM commands
   WHERE processed_bytes <> 0 GROUP BY 1, 2;
+--> statement-breakpoint
+-- The webhook sender's wake-up: per inserted row (one notification per transaction, as identical ones
+-- merge), no longer per statement: every command that ended on an account without a webhook inserted
+-- no row but still woke the sender, which then ran its two queries for nothing.
+DROP TRIGGER webhook_deliveries_notify ON webhook_deliveries;
+--> statement-breakpoint
+CREATE TRIGGER webhook_deliveries_notify AFTER INSERT ON webhook_deliveries
+  FOR EACH ROW EXECUTE FUNCTION ffop_notify_channel('ffop_webhook_delivery');
