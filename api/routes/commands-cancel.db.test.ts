@@ -14,7 +14,7 @@ import { openTestDatabase } from '../../core/db/testing/test-database.ts';
 import { FilesRepo } from '../../core/files/files-repo.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
 import type { AppEnv } from '../auth.ts';
-import { singleCommandRow } from '../commands/submission.ts';
+import { testCommandRow } from '../commands/testing/test-command-row.ts';
 import { commandRoutes } from './commands.ts';
 
 test('cancel: 202 with the record while QUEUED (again on a repeat), 404 for unknown and foreign ids, 409 once ended', async () => {
@@ -46,13 +46,7 @@ test('cancel: 202 with the record while QUEUED (again on a repeat), 404 for unkn
       app.route('/', routes);
       return (path: string) => app.request(path, { method: 'POST' });
     };
-    const row = singleCommandRow(owner, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
+    const row = testCommandRow(owner);
     await commands.insert(row);
 
     for (let i = 0; i < 2; i++) {

@@ -20,7 +20,7 @@ import { FilesRepo } from '../../core/files/files-repo.ts';
 import { createStorage } from '../../core/storage/create-storage.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { WebhooksRepo, type DeliveryRow } from '../../core/webhooks/webhooks-repo.ts';
-import { singleCommandRow } from '../commands/submission.ts';
+import { testCommandRow } from '../commands/testing/test-command-row.ts';
 import { commandRecord } from '../commands/serialize.ts';
 import { WebhookWorker, type AttemptOutcome, type WebhookWorkerOptions } from './webhook-worker.ts';
 
@@ -162,13 +162,7 @@ test('a command that ends is announced with exactly its poll record, only to its
   const other = await receiver(t, () => 200);
   await f.repo.set(f.caller.account.id, 'test', other.url, false, new Date());
   await f.worker();
-  const row = singleCommandRow(f.caller, {
-    ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-    output_files: { out_1: 'a.mp4' },
-    max_command_run_seconds: 60,
-    vcpu_count: 1,
-    is_private: false,
-  });
+  const row = testCommandRow(f.caller);
   await f.commands.insert(row);
   await f.commands.update(row.id, { status: 'PROCESSING' });
   assert.equal((await f.repo.listDeliveries(f.caller.account.id, 'main', 10, 0)).length, 0, 'PROCESSING is not announced');
@@ -365,13 +359,7 @@ test('a command ending on an account without a webhook wakes no sender; one with
     () => {},
   );
   const ended = async () => {
-    const row = singleCommandRow(f.caller, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'a.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
+    const row = testCommandRow(f.caller);
     await f.commands.insert(row);
     await f.commands.update(row.id, { status: 'SUCCESS', finishedAt: new Date() });
   };

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { eq, sql } from 'drizzle-orm';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { CommandsRepo } from '../commands/commands-repo.ts';
 import { rowsOf } from '../db/migrate.ts';
 import { commands, files } from '../db/schema.ts';
@@ -27,13 +27,7 @@ async function usageFixture() {
   const commandsRepo = new CommandsRepo(database.db);
   const filesRepo = new FilesRepo(database.db);
   const newCommand = async (caller: (typeof callers)[number], createdAt: Date, processedBytes = 0) => {
-    const row = singleCommandRow(caller, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
+    const row = testCommandRow(caller);
     await commandsRepo.insert({ ...row, createdAt, processedBytes });
     return row.id;
   };

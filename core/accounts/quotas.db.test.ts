@@ -4,7 +4,7 @@ import { newCaller } from './testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { CommandsRepo } from '../commands/commands-repo.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
 import { FilesRepo } from '../files/files-repo.ts';
@@ -34,13 +34,7 @@ async function quotaFixture() {
   const commands = new CommandsRepo(database.db);
   const files = new FilesRepo(database.db);
   const processed = async (bytes: number, createdAt: Date) => {
-    const row = singleCommandRow(caller, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
-    });
+    const row = testCommandRow(caller);
     await commands.insert({ ...row, status: 'SUCCESS', processedBytes: bytes, createdAt });
   };
   const stored = (sizeBytes: number, extra: { isDeleted?: boolean; status?: FileStatus } = {}) =>

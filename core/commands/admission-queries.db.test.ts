@@ -3,7 +3,7 @@
 import { newCaller } from '../accounts/testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
@@ -29,13 +29,7 @@ async function queueFixture() {
   const labels = new Map<string, string>();
   /** Submits a command with these vCPUs; `label` names it in assertions. */
   const submit = async (who: Caller, label: string, vcpus: number, status: CommandStatus = CommandStatus.QUEUED) => {
-    const row = singleCommandRow(who, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: vcpus,
-      is_private: false,
-    });
+    const row = testCommandRow(who, { vcpu_count: vcpus });
     await commands.insert({ ...row, status });
     labels.set(row.id, label);
     return row.id;

@@ -94,34 +94,22 @@ export class CommandsRepo {
   }
 
   async listForAccount(accountId: string, limit: number, offset: number): Promise<CommandListRow[]> {
+    // One statement: the outputs' figures by correlated subqueries on files' command index, rather than
+    // a second query listing every command id of the page (a thousand parameters at the largest limit).
     const rows = await this.db
-      .select(listColumns)
+      .select({
+        ...listColumns,
+        // Written out: drizzle leaves single-table column names unqualified, and both tables have an id.
+        outputFileCount: sql<number>`(select count(*) from files f where f.command_id = commands.id)::int`,
+        storedBytes: sql<number>`(select coalesce(sum(case when f.is_deleted then 0 else f.size_bytes end), 0)
+          from files f where f.command_id = commands.id)::float8`,
+      })
       .from(commands)
       .where(eq(commands.accountId, accountId))
       .orderBy(desc(commands.createdAt), desc(commands.seq))
       .limit(limit)
       .offset(offset);
-    if (rows.length === 0) return [];
-    const counts = await this.db
-      .select({
-        commandId: files.commandId,
-        count: sql<number>`count(*)::int`,
-        bytes: sql<number>`coalesce(sum(case when ${files.isDeleted} then 0 else ${files.sizeBytes} end), 0)::float8`,
-      })
-      .from(files)
-      .where(
-        inArray(
-          files.commandId,
-          rows.map((r) => r.id),
-        ),
-      )
-      .groupBy(files.commandId);
-    const byCommand = new Map(counts.map((c) => [c.commandId, c]));
-    return rows.map((r) => ({
-      ...r,
-      outputFileCount: Number(byCommand.get(r.id)?.count ?? 0),
-      storedBytes: Number(byCommand.get(r.id)?.bytes ?? 0),
-    }));
+    return rows.map((r) => ({ ...r, outputFileCount: Number(r.outputFileCount), storedBytes: Number(r.storedBytes) }));
   }
 
   async outputFiles(commandId: string): Promise<FileRow[]> {

@@ -4,7 +4,7 @@ import { newCaller } from '../accounts/testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { openDatabase } from '../db/database.ts';
 import { createTestDatabaseUrl, testDatabaseKind } from '../db/testing/test-database.ts';
@@ -27,12 +27,9 @@ async function pollFixture() {
   const owner = await newCaller(accounts, 'owner', 'pro');
   const stranger = await newCaller(accounts, 'stranger', 'pro');
   const newCommand = async (): Promise<string> => {
-    const row = singleCommandRow(owner, {
+    const row = testCommandRow(owner, {
       ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}} {{out_2}}',
       output_files: { out_1: 'a.mp4', out_2: 'b.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
     });
     await commands.insert(row);
     return row.id;

@@ -6,7 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { chainRow, singleCommandRow } from '../../api/commands/submission.ts';
+import { chainRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
 import { COMMAND_CANCEL_CHANNEL, CommandsRepo, type CommandRow } from '../commands/commands-repo.ts';
@@ -127,13 +128,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     onCommandChanged: (id) => mirrored.push(id),
   });
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
-    const row = singleCommandRow(who, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: vcpus,
-      is_private: false,
-    });
+    const row = testCommandRow(who, { vcpu_count: vcpus });
     await commands.insert(row);
     return row.id;
   };
@@ -337,12 +332,9 @@ test('a step that cannot be started fails INTERNAL_ERROR naming the cause; the n
 test('a playlist whose files cannot be unpacked fails OUTPUT_UPLOAD_FAILED, naming the output', async () => {
   const f = await reconcilerFixture();
   try {
-    const row = singleCommandRow(f.a, {
+    const row = testCommandRow(f.a, {
       ffmpeg_command: '-f lavfi -i testsrc=d=1 -f hls {{out_playlist_hls}}',
       output_files: { out_playlist_hls: 'index.m3u8' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
     });
     await f.commands.insert(row);
     await f.reconciler.reconcileOnce();

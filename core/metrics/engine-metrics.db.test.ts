@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
 import { newCaller } from '../accounts/testing/new-caller.ts';
@@ -90,13 +90,7 @@ async function fixture() {
     metrics,
   });
   const submit = async (vcpus: number): Promise<string> => {
-    const row = singleCommandRow(caller, {
-      ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: vcpus,
-      is_private: false,
-    });
+    const row = testCommandRow(caller, { vcpu_count: vcpus });
     await commands.insert({ ...row, createdAt: submittedAt });
     return row.id;
   };

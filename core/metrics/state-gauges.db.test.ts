@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
 import { newCaller } from '../accounts/testing/new-caller.ts';
@@ -31,13 +31,7 @@ test('commands by status, vCPUs in use, queue depth and oldest wait per plan, pe
     const onFree = await newCaller(accounts, 'on-free', 'free');
     const onPro = await newCaller(accounts, 'on-pro', 'pro');
     const add = async (who: Caller, status: CommandStatus, vcpus: number, createdAt = new Date()) => {
-      const row = singleCommandRow(who, {
-        ffmpeg_command: '-f lavfi -i testsrc=d=1 {{out_1}}',
-        output_files: { out_1: 'o.mp4' },
-        max_command_run_seconds: 60,
-        vcpu_count: vcpus,
-        is_private: false,
-      });
+      const row = testCommandRow(who, { vcpu_count: vcpus });
       await commands.insert({ ...row, status, createdAt });
     };
     await add(onFree, CommandStatus.QUEUED, 2, new Date(Date.now() - 600_000));

@@ -5,7 +5,7 @@ import { BatchV1Api, CustomObjectsApi, type V1Job } from '@kubernetes/client-nod
 import { GROUP, LABELS, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../../core/commands/commands-repo.ts';
-import { singleCommandRow } from '../../api/commands/submission.ts';
+import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { makeClip, startMediaServer, type MediaServer } from '../harness.ts';
 import { startClusterService, type ClusterService } from './service-fixture.ts';
 import { PlansRepo } from '../../core/accounts/plans-repo.ts';
@@ -207,12 +207,8 @@ describe('cluster mode', () => {
 
   test('a command stored without its FfmpegCommand (the API died in between) is picked up by the operator', async () => {
     const caller = (await new AccountsRepo(svc.database.db).authenticate(svc.key))!;
-    const row = singleCommandRow(caller, {
+    const row = testCommandRow(caller, {
       ffmpeg_command: '-f lavfi -i testsrc=size=32x32:duration=0.3 -c:v libx264 -preset ultrafast {{out_1}}',
-      output_files: { out_1: 'o.mp4' },
-      max_command_run_seconds: 60,
-      vcpu_count: 1,
-      is_private: false,
     });
     await new CommandsRepo(svc.database.db).insert(row); // stored, never dispatched
     const { record } = await svc.client().waitForEnd(row.id, 60_000);
