@@ -27,6 +27,7 @@ export interface AppDeps {
   /** The poll path's read of a command with its outputs, scoped by account (a PollCache's `find`). */
   readCommand: CommandRoutesDeps['readCommand'];
   insertCommand: CommandRoutesDeps['insertCommand'];
+  listCommands: CommandRoutesDeps['listCommands'];
   files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
@@ -112,6 +113,7 @@ export function createApp(d: AppDeps): Hono {
       commands: d.commands,
       readCommand: d.readCommand,
       insertCommand: d.insertCommand,
+      listCommands: d.listCommands,
       quotas,
       storage: d.storage,
       dispatch: d.dispatch,

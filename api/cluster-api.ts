@@ -83,6 +83,7 @@ export async function startClusterApi(
     commands,
     readCommand: polls.find,
     insertCommand: polls.insert,
+    listCommands: polls.list,
     files,
     storage: o.storage,
     logger: o.logger,

@@ -121,6 +121,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       commands,
       readCommand: polls.find,
       insertCommand: polls.insert,
+      listCommands: polls.list,
       files,
       storage,
       logger,

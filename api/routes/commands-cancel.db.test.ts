@@ -31,6 +31,7 @@ test('cancel: 202 with the record while QUEUED (again on a repeat), 404 for unkn
       commands,
       readCommand: async () => null,
       insertCommand: async (row) => void (await commands.insert(row)),
+      listCommands: async () => [],
       quotas: new Quotas(new FilesRepo(database.db), () => now),
       storage: new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: 'http://127.0.0.1:9', signingKey: 'k'.repeat(32) }),
       dispatch: () => {},

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
-import type { CommandsRepo, CommandWithOutputs, NewCommandRow } from '../../core/commands/commands-repo.ts';
+import { listRowOf, type CommandsRepo, type CommandWithOutputs, type NewCommandRow } from '../../core/commands/commands-repo.ts';
 import type { Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { hasEnded } from '../../core/commands/command-status.ts';
@@ -19,6 +19,8 @@ const finishedRecordJson = new WeakMap<CommandWithOutputs, string>();
 export interface CommandRoutesDeps {
   commands: CommandsRepo;
   readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
+  /** A page of the account's commands, newest first, with their outputs (a watched poll cache's `list`). */
+  listCommands: (accountId: string, limit: number, offset: number) => Promise<CommandWithOutputs[]>;
   /** Stores a new command (through the poll cache, which keeps it for the first polls). */
   insertCommand: (row: NewCommandRow) => Promise<void>;
   quotas: Quotas;
@@ -165,9 +167,9 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const { limit, offset } = queryParams(c, listQuerySchema);
-      const rows = await d.commands.listForAccount(c.get('caller').account.id, limit, offset);
+      const page = await d.listCommands(c.get('caller').account.id, limit, offset);
       const now = d.clock();
-      return c.json(rows.map((r) => commandListItem(r, now)));
+      return c.json(page.map((found) => commandListItem(listRowOf(found), now)));
     },
   );
 

@@ -8,7 +8,8 @@ import { newCaller } from '../accounts/testing/new-caller.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
 import { FilesRepo } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';
-import { CommandsRepo } from './commands-repo.ts';
+import { CommandsRepo, listRowOf } from './commands-repo.ts';
+import { watchedPollCache } from './poll-cache.ts';
 
 test("list items count each command's outputs and their live bytes; pages go newest first; other accounts stay out", async () => {
   const database = await openTestDatabase();
@@ -46,7 +47,9 @@ test("list items count each command's outputs and their live bytes; pages go new
     await output(middle, 50, true); // deleted: counted as an output, its bytes not
     await output(newest, 7);
 
-    const page = await commands.listForAccount(owner.account.id, 10, 0);
+    const polls = await watchedPollCache(database, commands);
+    const list = async (limit: number, offset: number) => (await polls.list(owner.account.id, limit, offset)).map(listRowOf);
+    const page = await list(10, 0);
     assert.deepEqual(
       page.map((r) => [r.id, r.outputFileCount, r.storedBytes]),
       [
@@ -56,10 +59,19 @@ test("list items count each command's outputs and their live bytes; pages go new
       ],
     );
     assert.deepEqual(
-      (await commands.listForAccount(owner.account.id, 1, 1)).map((r) => r.id),
+      (await list(1, 1)).map((r) => r.id),
       [middle],
     );
-    assert.deepEqual(await commands.listForAccount(owner.account.id, 10, 3), []);
+    assert.deepEqual(await list(10, 3), []);
+
+    // The items are now in memory; a new output is seen through the database's change notification.
+    await output(oldest, 9);
+    for (const deadline = Date.now() + 5000; ; await new Promise((r) => setTimeout(r, 10))) {
+      const item = (await list(10, 0)).find((r) => r.id === oldest)!;
+      if (item.outputFileCount === 1 && item.storedBytes === 9) break;
+      assert.ok(Date.now() < deadline, 'the list still shows the output missing');
+    }
+    await polls.stop();
   } finally {
     await database.close();
   }

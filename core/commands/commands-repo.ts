@@ -12,7 +12,7 @@ export type NewCommandRow = typeof commands.$inferInsert;
 export type RunningStep = { commandId: string; step: number; attempt: number };
 export type { FileRow, NewFileRow } from '../files/files-repo.ts';
 import type { FileRow, NewFileRow } from '../files/files-repo.ts';
-import type { ProcessingStage } from '../jobs/step-spec.ts';
+import { ProcessingStage } from '../jobs/step-spec.ts';
 
 /** Notified with a command's id when its cancel is requested: the reconciler (the operator, in cluster mode) acts at once. */
 export const COMMAND_CANCEL_CHANNEL = 'ffop_command_cancel';
@@ -32,6 +32,12 @@ export type ActiveCommand = Pick<
   'id' | 'accountId' | 'status' | 'vcpuCount' | 'currentStep' | 'attempt' | 'ffmpegSeconds' | 'processedBytes' | 'resourceCreatedAt'
 >;
 
+/** A PROCESSING command, as admission sees it. */
+export type ProcessingCommand = ActiveCommand & {
+  /** Its last step is past ffmpeg, probing and storing the outputs (admission lets the next command start). */
+  finishing: boolean;
+};
+
 /** A QUEUED command with the vCPU maximum its account's plan allows now. */
 export interface QueuedCommand {
   id: string;
@@ -43,22 +49,30 @@ export interface QueuedCommand {
 }
 
 /** What a list item shows: no request, steps or outputs, so a page of 1,000 reads cheaply. */
-const listColumns = {
-  id: commands.id,
-  status: commands.status,
-  environmentName: commands.environmentName,
-  createdAt: commands.createdAt,
-  finishedAt: commands.finishedAt,
-  processedBytes: commands.processedBytes,
-  ffmpegSeconds: commands.ffmpegSeconds,
-  processingStage: commands.processingStage,
-  errorStatus: commands.errorStatus,
-  errorMessage: commands.errorMessage,
-};
-
-export interface CommandListRow extends Pick<CommandRow, keyof typeof listColumns> {
+/** What an item of the commands list shows: the command, with its outputs' count and live bytes. */
+export interface CommandListRow extends Pick<
+  CommandRow,
+  | 'id'
+  | 'status'
+  | 'environmentName'
+  | 'createdAt'
+  | 'finishedAt'
+  | 'processedBytes'
+  | 'ffmpegSeconds'
+  | 'processingStage'
+  | 'errorStatus'
+  | 'errorMessage'
+> {
   outputFileCount: number;
   storedBytes: number;
+}
+
+export function listRowOf({ row, files }: CommandWithOutputs): CommandListRow {
+  return {
+    ...row,
+    outputFileCount: files.length,
+    storedBytes: files.reduce((sum, f) => sum + (f.isDeleted ? 0 : (f.sizeBytes ?? 0)), 0),
+  };
 }
 
 export class CommandsRepo {
@@ -93,23 +107,34 @@ export class CommandsRepo {
     return row ?? null;
   }
 
-  async listForAccount(accountId: string, limit: number, offset: number): Promise<CommandListRow[]> {
-    // One statement: the outputs' figures by correlated subqueries on files' command index, rather than
-    // a second query listing every command id of the page (a thousand parameters at the largest limit).
+  /** Ids of a page of the account's commands, newest first: the list's items come from the poll cache. */
+  async listIds(accountId: string, limit: number, offset: number): Promise<string[]> {
     const rows = await this.db
-      .select({
-        ...listColumns,
-        // Written out: drizzle leaves single-table column names unqualified, and both tables have an id.
-        outputFileCount: sql<number>`(select count(*) from files f where f.command_id = commands.id)::int`,
-        storedBytes: sql<number>`(select coalesce(sum(case when f.is_deleted then 0 else f.size_bytes end), 0)
-          from files f where f.command_id = commands.id)::float8`,
-      })
+      .select({ id: commands.id })
       .from(commands)
       .where(eq(commands.accountId, accountId))
       .orderBy(desc(commands.createdAt), desc(commands.seq))
       .limit(limit)
       .offset(offset);
-    return rows.map((r) => ({ ...r, outputFileCount: Number(r.outputFileCount), storedBytes: Number(r.storedBytes) }));
+    return rows.map((r) => r.id);
+  }
+
+  /** Commands with their output files, in one query, whatever their account (the poll cache checks it). */
+  async findManyWithOutputs(ids: string[]): Promise<Map<string, CommandWithOutputs>> {
+    const found = new Map<string, CommandWithOutputs>();
+    if (ids.length === 0) return found;
+    const joined = await this.db
+      .select({ command: commands, file: files })
+      .from(commands)
+      .leftJoin(files, eq(files.commandId, commands.id))
+      .where(inArray(commands.id, ids))
+      .orderBy(asc(files.createdAt));
+    for (const { command, file } of joined) {
+      let entry = found.get(command.id);
+      if (entry === undefined) found.set(command.id, (entry = { row: command, files: [] }));
+      if (file) entry.files.push(file);
+    }
+    return found;
   }
 
   async outputFiles(commandId: string): Promise<FileRow[]> {
@@ -122,7 +147,7 @@ export class CommandsRepo {
   }
 
   /** PROCESSING commands: what runs now. */
-  async processing(): Promise<ActiveCommand[]> {
+  async processing(): Promise<ProcessingCommand[]> {
     return this.activeWith([CommandStatus.PROCESSING]);
   }
 
@@ -131,7 +156,7 @@ export class CommandsRepo {
     return this.activeWith([CommandStatus.QUEUED, CommandStatus.PROCESSING], isNotNull(commands.cancelRequestedAt));
   }
 
-  private activeWith(statuses: CommandStatus[], also?: SQL): Promise<ActiveCommand[]> {
+  private activeWith(statuses: CommandStatus[], also?: SQL): Promise<ProcessingCommand[]> {
     return this.db
       .select({
         id: commands.id,
@@ -143,6 +168,8 @@ export class CommandsRepo {
         ffmpegSeconds: commands.ffmpegSeconds,
         processedBytes: commands.processedBytes,
         resourceCreatedAt: commands.resourceCreatedAt,
+        finishing: sql<boolean>`coalesce(${commands.processingStage} = ${ProcessingStage.UPLOADING}
+          and ${commands.currentStep} = jsonb_array_length(${commands.steps}) - 1, false)`,
       })
       .from(commands)
       .where(and(inArray(commands.status, statuses), also))

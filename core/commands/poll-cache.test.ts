@@ -147,3 +147,69 @@ test('a change notified while the command is being created keeps it out of the c
   assert.equal((await cache.read('A', 'c1', db.load))?.row.status, 'PROCESSING');
   assert.equal(db.calls, 1);
 });
+
+/** A loadMany double over a table of records: records the ids of each call, and can be held. */
+function recordingLoadMany(table: Map<string, CommandWithOutputs>) {
+  const double = {
+    calls: [] as string[][],
+    gate: Promise.resolve(),
+    loadMany: async (ids: string[]) => {
+      double.calls.push(ids);
+      const answer = new Map(ids.flatMap((id) => (table.has(id) ? [[id, table.get(id)!] as const] : [])));
+      await double.gate;
+      return answer;
+    },
+  };
+  return double;
+}
+
+test('a page reads what is not in memory with one load, and keeps it for the next page and for polls', async () => {
+  const cache = new PollCache();
+  const table = new Map(['c1', 'c2', 'c3'].map((id) => [id, record(id, 'A', 'QUEUED')]));
+  const db = recordingLoadMany(table);
+  await cache.read('A', 'c2', recordingLoad(table.get('c2')!).load);
+  const page = await cache.readMany('A', ['c1', 'c2', 'c3'], db.loadMany);
+  assert.deepEqual(
+    page.map((v) => v?.row.id),
+    ['c1', 'c2', 'c3'],
+  );
+  assert.deepEqual(db.calls, [['c1', 'c3']]);
+  await cache.readMany('A', ['c1', 'c2', 'c3'], db.loadMany);
+  const poll = recordingLoad(null);
+  assert.equal((await cache.read('A', 'c3', poll.load))?.row.id, 'c3');
+  assert.equal(db.calls.length + poll.calls, 1, 'nothing loaded again');
+
+  table.set('c1', record('c1', 'A', 'PROCESSING'));
+  cache.changed('c1');
+  assert.equal((await cache.readMany('A', ['c1', 'c2'], db.loadMany))[0]?.row.status, 'PROCESSING');
+  assert.deepEqual(db.calls.at(-1), ['c1']);
+});
+
+test("a page leaves out another account's commands and gone ones as null", async () => {
+  const cache = new PollCache();
+  const db = recordingLoadMany(
+    new Map([
+      ['c1', record('c1', 'A', 'QUEUED')],
+      ['c2', record('c2', 'B', 'QUEUED')],
+    ]),
+  );
+  assert.deepEqual(
+    (await cache.readMany('A', ['c1', 'c2', 'gone'], db.loadMany)).map((v) => v?.row.id ?? null),
+    ['c1', null, null],
+  );
+});
+
+test('a command changed while its page was read is not kept: the next read loads it again', async () => {
+  const cache = new PollCache();
+  const table = new Map([['c1', record('c1', 'A', 'QUEUED')]]);
+  const db = recordingLoadMany(table);
+  let release!: () => void;
+  db.gate = new Promise<void>((r) => (release = r));
+  const reading = cache.readMany('A', ['c1'], db.loadMany);
+  cache.changed('c1'); // the batch may have read it before this change
+  release();
+  assert.equal((await reading)[0]?.row.status, 'QUEUED');
+  db.gate = Promise.resolve();
+  await cache.readMany('A', ['c1'], db.loadMany);
+  assert.equal(db.calls.length, 2);
+});

@@ -48,6 +48,26 @@ export class PollCache {
   }
 
   /**
+   * Many commands (a page of the list), each as `read` would give it: those not in memory are read
+   * together by one `loadMany`, and kept as single reads are. Null where a command is gone or is
+   * another account's.
+   */
+  async readMany(
+    accountId: string,
+    ids: string[],
+    loadMany: (ids: string[]) => Promise<Map<string, CommandWithOutputs>>,
+  ): Promise<(CommandWithOutputs | null)[]> {
+    const missing = ids.filter((id) => !this.fresh(id) && !this.loading(id));
+    let batch: Promise<Map<string, CommandWithOutputs>> | null = null;
+    const fromBatch = (id: string) => {
+      batch ??= loadMany(missing);
+      return batch.then((found) => found.get(id) ?? null);
+    };
+    const values = await Promise.all(ids.map((id) => this.readAny(id, () => fromBatch(id))));
+    return values.map((value) => (value?.row.accountId === accountId ? value : null));
+  }
+
+  /**
    * A new command: `write` stores it and returns it with its (no) outputs, which is kept as a read's
    * result would be. Its first poll, often right after the submit, then needs no read.
    */
@@ -70,6 +90,16 @@ export class PollCache {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  private fresh(id: string): boolean {
+    const hit = this.entries.get(id);
+    return hit !== undefined && hit.expires > this.clock();
+  }
+
+  private loading(id: string): boolean {
+    const running = this.loads.get(id);
+    return running !== undefined && !running.stale;
   }
 
   private async readAny(id: string, load: () => Promise<CommandWithOutputs | null>): Promise<CommandWithOutputs | null> {
@@ -110,6 +140,12 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
     cache,
     /** The poll path's read. */
     find: (accountId: string, id: string) => cache.read(accountId, id, () => commands.findWithOutputs(id)),
+    /** A page of the account's commands, newest first (the list): ids from the database, the commands from memory where they are. */
+    list: async (accountId: string, limit: number, offset: number): Promise<CommandWithOutputs[]> => {
+      const ids = await commands.listIds(accountId, limit, offset);
+      const found = await cache.readMany(accountId, ids, (missing) => commands.findManyWithOutputs(missing));
+      return found.filter((value) => value !== null);
+    },
     /** The submit path's write: the new command is kept for its polls. */
     insert: (row: NewCommandRow) => cache.created(row.id, async () => ({ row: await commands.insert(row), files: [] })),
     stop,

@@ -12,7 +12,7 @@ import { AccountsRepo, type Caller } from '../accounts/accounts-repo.ts';
 import { PlansRepo } from '../accounts/plans-repo.ts';
 import { COMMAND_CANCEL_CHANNEL, CommandsRepo, type CommandRow } from '../commands/commands-repo.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
-import type { RunnerEvent } from '../jobs/step-spec.ts';
+import { ProcessingStage, type RunnerEvent } from '../jobs/step-spec.ts';
 import { createLogger } from '../logger.ts';
 import { unknownMedia } from '../media/unknown-media.ts';
 import { LocalStorage } from '../storage/local-storage.ts';
@@ -198,6 +198,47 @@ test('the shared capacity is first come, first served: a large command is not ov
     f.backend.succeed(f.backend.lastFor(small));
     await f.eventually(large, (row) => row.status === 'PROCESSING');
     assert.equal((await f.commands.findById(later))!.status, 'QUEUED');
+  } finally {
+    await f.close();
+  }
+});
+
+test('a command storing its outputs frees its share of the capacity; at most one such command per vCPU', async () => {
+  const f = await reconcilerFixture({ capacity: 2 });
+  try {
+    const first = await f.submit(f.a, 2);
+    const second = await f.submit(f.b, 2);
+    const third = await f.submit(f.a, 2);
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [first]);
+    f.backend.report(f.backend.lastFor(first).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    await f.eventually(second, (row) => row.status === 'PROCESSING');
+    // Two commands finishing on a capacity of 2: the third waits although no ffmpeg runs.
+    f.backend.report(f.backend.lastFor(second).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    await f.eventually(second, (row) => row.processingStage === ProcessingStage.UPLOADING);
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [first, second]);
+    f.backend.succeed(f.backend.lastFor(first));
+    await f.eventually(third, (row) => row.status === 'PROCESSING');
+  } finally {
+    await f.close();
+  }
+});
+
+test("a chain keeps its share between its steps: only the last step's upload frees it", async () => {
+  const f = await reconcilerFixture({ capacity: 2 });
+  try {
+    const chain = await insertTwoStepChain(f); // 1 vCPU
+    const waiting = await f.submit(f.b, 2);
+    await f.reconciler.reconcileOnce();
+    f.backend.report(f.backend.lastFor(chain.id).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    await f.eventually(chain.id, (row) => row.processingStage === ProcessingStage.UPLOADING);
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [chain.id], 'its next step will need the share again');
+    f.backend.succeed(f.backend.lastFor(chain.id));
+    await f.eventually(chain.id, (row) => row.currentStep === 1);
+    f.backend.report(f.backend.lastFor(chain.id).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    await f.eventually(waiting, (row) => row.status === 'PROCESSING');
   } finally {
     await f.close();
   }

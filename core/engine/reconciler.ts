@@ -10,7 +10,7 @@ import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
 import { objectKey } from '../storage/object-keys.ts';
-import { admitToCapacity, sharedVcpus } from './admission.ts';
+import { admitToCapacity, capacityTaken } from './admission.ts';
 import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
@@ -151,7 +151,7 @@ export class Reconciler {
     const capacity = this.options.backend.capacityVcpus;
     // While the shared capacity is taken nothing can start: a pass then costs one small read, however
     // long the queue.
-    this.capacityFull = capacity !== null && sharedVcpus(running, capacity) >= capacity;
+    this.capacityFull = capacity !== null && capacityTaken(running, capacity);
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
     for (const command of await this.options.commands.overPlan()) {
@@ -265,6 +265,8 @@ export class Reconciler {
       if (await this.options.commands.recordStage(ref, event.stage)) {
         this.options.onCommandChanged?.(ref.commandId);
         this.log({ id: ref.commandId }).info({ step: ref.step, stage: event.stage }, 'stage');
+        // Past ffmpeg: if it was the last step, its share of the capacity is free (see admission.ts).
+        if (event.stage === ProcessingStage.UPLOADING) this.kick();
       }
       return;
     }
