@@ -220,18 +220,7 @@ export class CommandsRepo {
   }
 
   private async updateRunningStep(step: RunningStep, patch: Partial<NewCommandRow>): Promise<boolean> {
-    const stored = await this.db
-      .update(commands)
-      .set(patch)
-      .where(
-        and(
-          eq(commands.id, step.commandId),
-          eq(commands.status, CommandStatus.PROCESSING),
-          eq(commands.currentStep, step.step),
-          eq(commands.attempt, step.attempt),
-        ),
-      )
-      .returning({ id: commands.id });
+    const stored = await this.db.update(commands).set(patch).where(isRunning(step)).returning({ id: commands.id });
     return stored.length > 0;
   }
 
@@ -260,16 +249,31 @@ export class CommandsRepo {
     await this.db.update(commands).set(patch).where(eq(commands.id, id));
   }
 
-  /** Records a finished step's outputs and its command's new state in one transaction. */
-  async completeStep(id: string, outputs: NewFileRow[], patch: Partial<NewCommandRow>): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  /**
+   * Records a finished step, if it still runs (as recordStage): its output files and the command's
+   * next state, together. False when the command moved on meanwhile (cancelled): nothing is stored.
+   */
+  async completeStep(step: RunningStep, outputs: NewFileRow[], patch: Partial<NewCommandRow>): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const updated = await tx.update(commands).set(patch).where(isRunning(step)).returning({ id: commands.id });
+      if (updated.length === 0) return false;
       for (const file of outputs) {
         // Upsert: a step that ran again after a restart overwrites its earlier record.
         await tx.insert(files).values(file).onConflictDoUpdate({ target: files.id, set: file });
       }
-      await tx.update(commands).set(patch).where(eq(commands.id, id));
+      return true;
     });
   }
+}
+
+/** The command is PROCESSING, at this step and attempt. */
+function isRunning(step: RunningStep): SQL | undefined {
+  return and(
+    eq(commands.id, step.commandId),
+    eq(commands.status, CommandStatus.PROCESSING),
+    eq(commands.currentStep, step.step),
+    eq(commands.attempt, step.attempt),
+  );
 }
 
 function queuedCommandsOf(result: unknown): QueuedCommand[] {

@@ -113,11 +113,11 @@ test('polls of an unchanged command read the database once; every kind of write 
     for (let i = 0; i < 20; i++) assert.equal((await f.polls.find(f.owner.account.id, id))?.row.status, 'QUEUED');
     assert.equal(f.loads(), 1);
 
-    await f.commands.update(id, { status: 'PROCESSING' });
+    await f.commands.update(id, { status: 'PROCESSING', currentStep: 0, attempt: 1 });
     await f.eventually(id, (found) => found?.row.status === 'PROCESSING');
 
     const out = f.output(id, 'out_1');
-    await f.commands.completeStep(id, [out], { status: 'SUCCESS' });
+    assert.equal(await f.commands.completeStep({ commandId: id, step: 0, attempt: 1 }, [out], { status: 'SUCCESS' }), true);
     await f.eventually(id, (found) => found?.row.status === 'SUCCESS' && found.files.length === 1);
 
     await f.filesRepo.markDeleted(f.owner.account.id, [out.id]);

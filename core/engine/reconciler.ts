@@ -63,17 +63,20 @@ export class Reconciler {
   constructor(o: ReconcilerOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
-    // Slow preparation (copying a playlist's files into storage) happens before the serialised
-    // section, so it does not hold up other commands' transitions. Events of one Job stay in order:
-    // only its last one, the result, can take long.
+    // A result is prepared before the serialised section (reading its command, copying a playlist's
+    // files into storage), so slow preparation does not hold up other commands' transitions. Events
+    // of one Job stay in order: only its last one, the result, can take long.
     o.backend.subscribe((ref, event) => {
       if (event.type === 'progress') {
         this.recordProgress(ref, event);
         return;
       }
-      const prepared = this.prepare(ref, event);
-      void prepared.then((problem) => {
-        if (!this.stopped) void this.serial(() => this.apply(ref, event, problem));
+      if (event.type === 'stage') {
+        void this.serial(() => this.applyStage(ref, event.stage));
+        return;
+      }
+      void this.prepare(ref, event).then((prepared) => {
+        if (!this.stopped) void this.serial(() => this.applyResult(ref, event, prepared));
       });
     });
   }
@@ -225,79 +228,97 @@ export class Reconciler {
     }
   }
 
-  /** Unpacks the playlist outputs of a successful result; returns what went wrong, if anything. */
-  private async prepare(ref: JobRef, event: RunnerEvent): Promise<string | null> {
-    if (event.type !== 'result' || !event.ok) return null;
+  /**
+   * The result's command, read once (null when the result is late: the command ended or moved on), and
+   * for a success what went wrong unpacking its playlist outputs, if anything.
+   */
+  private async prepare(ref: JobRef, event: Extract<RunnerEvent, { type: 'result' }>): Promise<PreparedResult> {
+    let command: CommandRow | null;
     try {
-      const command = await this.options.commands.findById(ref.commandId);
-      // A late result (the command was cancelled meanwhile) stores nothing.
-      if (!command || command.status !== CommandStatus.PROCESSING || jobName(command.id, command.currentStep, command.attempt) !== ref.name)
-        return null;
-      for (const o of event.outputs) {
-        const declared = command.outputs.find((d) => d.alias === o.alias);
-        if (declared?.kind !== 'playlist') continue;
-        const key = objectKey({
-          isPrivate: command.isPrivate,
-          accountId: command.accountId,
-          fileId: declared.fileId,
-          fileName: declared.fileName,
-        });
-        try {
-          await unpackPlaylist(
-            this.options.storage,
-            playlistStagingKey(command.accountId, declared.fileId),
-            key.slice(0, key.lastIndexOf('/') + 1),
-            this.options.workDir,
-          );
-        } catch (err) {
-          return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
-        }
-      }
-      return null;
+      command = await this.options.commands.findById(ref.commandId);
     } catch (err) {
-      return `could not store the outputs: ${(err as Error).message}`;
+      return { command: null, problem: null, readError: err as Error };
+    }
+    if (!runsStep(command, ref)) return { command: null, problem: null, readError: null };
+    if (!event.ok) return { command, problem: null, readError: null };
+    for (const o of event.outputs) {
+      const declared = command.outputs.find((d) => d.alias === o.alias);
+      if (declared?.kind !== 'playlist') continue;
+      const key = objectKey({
+        isPrivate: command.isPrivate,
+        accountId: command.accountId,
+        fileId: declared.fileId,
+        fileName: declared.fileName,
+      });
+      try {
+        await unpackPlaylist(
+          this.options.storage,
+          playlistStagingKey(command.accountId, declared.fileId),
+          key.slice(0, key.lastIndexOf('/') + 1),
+          this.options.workDir,
+        );
+      } catch (err) {
+        return { command, problem: `could not store the playlist ${o.alias}: ${(err as Error).message}`, readError: null };
+      }
+    }
+    return { command, problem: null, readError: null };
+  }
+
+  private async stillRunning(ref: JobRef): Promise<boolean> {
+    return runsStep(await this.options.commands.findById(ref.commandId), ref);
+  }
+
+  private async applyStage(ref: JobRef, stage: ProcessingStage): Promise<void> {
+    // Every step starts at DOWNLOADING: it is recorded when the step is started, so the runner's
+    // report of it would be a write that changes nothing.
+    if (stage === ProcessingStage.DOWNLOADING) return;
+    // One conditional statement: events of an earlier attempt, or of an ended command, change nothing.
+    if (await this.options.commands.recordStage(ref, stage)) {
+      this.options.onCommandChanged?.(ref.commandId);
+      this.log({ id: ref.commandId }).info({ step: ref.step, stage }, 'stage');
+      // Past ffmpeg: if it was the last step, its share of the capacity is free (see admission.ts).
+      if (stage === ProcessingStage.UPLOADING) this.kick();
     }
   }
 
-  private async apply(ref: JobRef, event: RunnerEvent, problem: string | null = null): Promise<void> {
-    if (event.type === 'stage') {
-      // One conditional statement: events of an earlier attempt, or of an ended command, change nothing.
-      if (await this.options.commands.recordStage(ref, event.stage)) {
-        this.options.onCommandChanged?.(ref.commandId);
-        this.log({ id: ref.commandId }).info({ step: ref.step, stage: event.stage }, 'stage');
-        // Past ffmpeg: if it was the last step, its share of the capacity is free (see admission.ts).
-        if (event.stage === ProcessingStage.UPLOADING) this.kick();
-      }
-      return;
-    }
-    const command = await this.options.commands.findById(ref.commandId);
-    // Events of an earlier attempt (or of a command that already ended) change nothing.
-    if (!command || command.status !== CommandStatus.PROCESSING || jobName(command.id, command.currentStep, command.attempt) !== ref.name) {
-      if (event.type === 'result') await this.options.backend.deleteJob(ref.name);
-      return;
-    }
-    if (event.type === 'progress') return;
-
+  private async applyResult(ref: JobRef, event: Extract<RunnerEvent, { type: 'result' }>, prepared: PreparedResult): Promise<void> {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
-    // result (its events go with the Job) instead of losing it.
+    // result (its events go with the Job) instead of losing it. If the command could not be read,
+    // the Job goes too, and the next pass runs the step again as a lost one.
     try {
-      await this.applyResult(command, event, problem);
+      if (prepared.readError) throw prepared.readError;
+      // A late result (an earlier attempt's, or of a command that ended) changes nothing.
+      if (prepared.command) await this.recordResult(ref, prepared.command, event, prepared.problem);
     } finally {
       await this.options.backend.deleteJob(ref.name);
     }
   }
 
-  private async applyResult(command: CommandRow, event: Extract<RunnerEvent, { type: 'result' }>, problem: string | null): Promise<void> {
+  /** `command` was read before the serialised section: a success is stored only if its step still runs. */
+  private async recordResult(
+    ref: JobRef,
+    command: CommandRow,
+    event: Extract<RunnerEvent, { type: 'result' }>,
+    problem: string | null,
+  ): Promise<void> {
     const ffmpegSeconds = command.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
+    // A failure is stored without a condition: the command is read again here, where nothing else
+    // changes it, in case it was cancelled since (failures are rare; successes skip this read).
     if (!event.ok) {
-      const processedBytes = command.processedBytes + event.inputBytes;
-      await this.fail({ ...command, ffmpegSeconds, processedBytes }, event.errorStatus, event.errorMessage);
+      if (await this.stillRunning(ref)) {
+        await this.fail(
+          { ...command, ffmpegSeconds, processedBytes: command.processedBytes + event.inputBytes },
+          event.errorStatus,
+          event.errorMessage,
+        );
+      }
       return;
     }
     const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
     const processedBytes = command.processedBytes + event.inputBytes + outputBytes;
     if (problem) {
-      await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
+      if (await this.stillRunning(ref))
+        await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
       return;
     }
     const files: NewFileRow[] = event.outputs.map((o) => {
@@ -327,7 +348,7 @@ export class Reconciler {
     });
     const lastStep = command.currentStep >= command.steps.length - 1;
     if (lastStep) {
-      await this.options.commands.completeStep(command.id, files, {
+      const stored = await this.options.commands.completeStep(ref, files, {
         status: CommandStatus.SUCCESS,
         processingStage: null,
         progress: null,
@@ -335,9 +356,10 @@ export class Reconciler {
         ffmpegSeconds,
         processedBytes,
       });
+      if (!stored) return;
       this.options.onCommandChanged?.(command.id);
       this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
-      this.kick(); // its vCPUs are free for the next queued command
+      this.kick(); // its vCPUs are free for the next queued command (of its account's plan, and of the capacity)
       await this.recordEnd(command, CommandStatus.SUCCESS, null, ffmpegSeconds);
       return;
     }
@@ -349,7 +371,7 @@ export class Reconciler {
       processingStage: ProcessingStage.DOWNLOADING,
       progress: null, // the next step's ffmpeg has not reported yet
     };
-    await this.options.commands.completeStep(command.id, files, next);
+    if (!(await this.options.commands.completeStep(ref, files, next))) return;
     this.options.onCommandChanged?.(command.id);
     this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
     await this.startStep({ ...command, ...next });
@@ -430,6 +452,18 @@ export class Reconciler {
   private log(command: Pick<CommandRow, 'id'>): Logger {
     return this.options.logger.child({ command_id: command.id });
   }
+}
+
+/** A result's command as read before the serialised section (see Reconciler.prepare). */
+interface PreparedResult {
+  command: CommandRow | null;
+  problem: string | null;
+  readError: Error | null;
+}
+
+/** The command is PROCESSING the step and attempt of this Job. */
+function runsStep(command: CommandRow | null, ref: JobRef): command is CommandRow {
+  return command?.status === CommandStatus.PROCESSING && jobName(command.id, command.currentStep, command.attempt) === ref.name;
 }
 
 function secondsSince(from: Date, to: Date): number {
