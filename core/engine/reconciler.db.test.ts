@@ -310,6 +310,34 @@ test('a lost job runs again with the next attempt, and the command fails INTERRU
   }
 });
 
+test('a result whose command cannot be read drops its job: the next pass runs the step again', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const first = f.backend.lastFor(id);
+    const read = f.commands.findById.bind(f.commands);
+    let failNextRead = true; // the database answers the result's read with an error, once
+    f.commands.findById = async (commandId) => {
+      if (!failNextRead) return read(commandId);
+      failNextRead = false;
+      throw new Error('connection lost');
+    };
+    f.backend.succeed(first);
+    for (const deadline = Date.now() + 5000; !f.backend.deleted.includes(first.ref.name); await new Promise((r) => setTimeout(r, 5))) {
+      assert.ok(Date.now() < deadline, 'the job was not deleted');
+    }
+    assert.equal((await f.commands.findById(id))!.status, 'PROCESSING');
+    await f.reconciler.reconcileOnce();
+    const second = f.backend.lastFor(id);
+    assert.equal(second.ref.attempt, 2);
+    f.backend.succeed(second);
+    await f.eventually(id, (row) => row.status === 'SUCCESS');
+  } finally {
+    await f.close();
+  }
+});
+
 test("an earlier attempt's result changes nothing, and its job is deleted", async () => {
   const f = await reconcilerFixture();
   try {
