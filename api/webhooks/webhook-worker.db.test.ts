@@ -3,8 +3,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -20,39 +18,18 @@ import { FilesRepo } from '../../core/files/files-repo.ts';
 import { createStorage } from '../../core/storage/create-storage.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { WebhooksRepo, type DeliveryRow } from '../../core/webhooks/webhooks-repo.ts';
+import { httpReceiver, type ReceivedRequest } from '../../core/webhooks/testing/http-receiver.ts';
 import { testCommandRow } from '../commands/testing/test-command-row.ts';
 import { commandRecord } from '../commands/serialize.ts';
 import { WebhookWorker, type AttemptOutcome, type WebhookWorkerOptions } from './webhook-worker.ts';
 
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** An HTTP receiver on 127.0.0.1 that answers each request with what `answer` says (null: never answers). */
+/** A receiver at /hooks that answers each request with the status `answer` gives (null: never answers). */
 async function receiver(t: TestContext, answer: (n: number) => number | null) {
-  const received: Received[] = [];
-  let connections = 0;
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      const status = answer(received.length);
-      if (status !== null) res.writeHead(status).end();
-    });
+  const r = await httpReceiver(t, (_req, res, n) => {
+    const status = answer(n);
+    if (status !== null) res.writeHead(status).end();
   });
-  server.on('connection', () => connections++);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.after(
-    () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/hooks`, allow: `127.0.0.1:${port}`, port, received, connections: () => connections };
+  return { ...r, url: `${r.url}/hooks`, received: r.requests };
 }
 
 interface Fixture {
@@ -130,7 +107,7 @@ async function fixture(t: TestContext, allow: string[]): Promise<Fixture> {
   };
 }
 
-const verify = (secret: string, r: Received) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
+const verify = (secret: string, r: ReceivedRequest) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
 
 test('a test delivery is signed, sent once, and logged DELIVERED with its attempt', async (t) => {
   const r = await receiver(t, () => 200);

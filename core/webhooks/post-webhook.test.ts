@@ -5,37 +5,11 @@ import net from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { createAddressPolicy } from '../net/address-policy.ts';
 import { postWebhook } from './post-webhook.ts';
+import { httpReceiver, type HttpReceiver } from './testing/http-receiver.ts';
 
-interface Receiver {
-  port: number;
-  url: string;
-  requests: { url: string; headers: http.IncomingHttpHeaders; body: string }[];
-  connections: () => number;
-}
-
-async function receiver(t: TestContext, answer: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<Receiver> {
-  const requests: Receiver['requests'] = [];
-  let connections = 0;
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      requests.push({ url: req.url ?? '', headers: req.headers, body });
-      answer(req, res);
-    });
-  });
-  server.on('connection', () => connections++);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.after(
-    () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  const { port } = server.address() as net.AddressInfo;
-  return { port, url: `http://127.0.0.1:${port}`, requests, connections: () => connections };
-}
+const receiver = (t: TestContext, answer: (req: http.IncomingMessage, res: http.ServerResponse) => void) =>
+  httpReceiver(t, (req, res) => answer(req, res));
+type Receiver = HttpReceiver;
 
 const allowing = (r: Receiver) => ({ policy: createAddressPolicy([`127.0.0.1:${r.port}`]), timeoutMs: 10_000 });
 const body = '{"data":{"message":"hi"},"timestamp":1}';
