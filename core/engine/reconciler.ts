@@ -72,7 +72,7 @@ export class Reconciler {
         return;
       }
       if (event.type === 'stage') {
-        void this.serial(() => this.applyStage(ref, event.stage));
+        if (!this.stopped) void this.serial(() => this.applyStage(ref, event.stage));
         return;
       }
       void this.prepare(ref, event).then((prepared) => {
@@ -241,7 +241,16 @@ export class Reconciler {
     }
     if (!runsStep(command, ref)) return { command: null, problem: null, readError: null };
     if (!event.ok) return { command, problem: null, readError: null };
-    for (const o of event.outputs) {
+    try {
+      return { command, problem: await this.unpackPlaylists(command, event.outputs), readError: null };
+    } catch (err) {
+      return { command, problem: `could not store the outputs: ${(err as Error).message}`, readError: null };
+    }
+  }
+
+  /** Copies the files of the result's playlist outputs into storage; what went wrong, if anything. */
+  private async unpackPlaylists(command: CommandRow, outputs: { alias: string }[]): Promise<string | null> {
+    for (const o of outputs) {
       const declared = command.outputs.find((d) => d.alias === o.alias);
       if (declared?.kind !== 'playlist') continue;
       const key = objectKey({
@@ -258,10 +267,10 @@ export class Reconciler {
           this.options.workDir,
         );
       } catch (err) {
-        return { command, problem: `could not store the playlist ${o.alias}: ${(err as Error).message}`, readError: null };
+        return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
       }
     }
-    return { command, problem: null, readError: null };
+    return null;
   }
 
   private async stillRunning(ref: JobRef): Promise<boolean> {
