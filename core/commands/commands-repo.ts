@@ -48,7 +48,6 @@ export interface QueuedCommand {
   plan: string;
 }
 
-/** What a list item shows: no request, steps or outputs, so a page of 1,000 reads cheaply. */
 /** What an item of the commands list shows: the command, with its outputs' count and live bytes. */
 export interface CommandListRow extends Pick<
   CommandRow,
