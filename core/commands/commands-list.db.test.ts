@@ -1,13 +1,12 @@
 // The commands list: newest first, a page at a time, each item with its outputs' count and live bytes.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { testOutputRow } from '../files/testing/test-output-row.ts';
 import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { newCaller } from '../accounts/testing/new-caller.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
 import { FilesRepo } from '../files/files-repo.ts';
-import { FileStatus, StoreType } from '../files/file-status.ts';
 import { CommandsRepo, listRowOf } from './commands-repo.ts';
 import { watchedPollCache } from './poll-cache.ts';
 
@@ -25,20 +24,7 @@ test("list items count each command's outputs and their live bytes; pages go new
       return row.id;
     };
     const output = (commandId: string, sizeBytes: number, isDeleted = false) =>
-      files.insert({
-        id: randomUUID(),
-        accountId: owner.account.id,
-        environmentName: 'main',
-        commandId,
-        alias: 'out_1',
-        serviceStoreType: StoreType.OUTPUT,
-        status: FileStatus.STORED,
-        storageKey: `k/${randomUUID()}`,
-        fileName: 'o.mp4',
-        isPrivate: false,
-        sizeBytes,
-        isDeleted,
-      });
+      files.insert(testOutputRow(owner, commandId, { sizeBytes, isDeleted }));
     const oldest = await command(owner, 1);
     const middle = await command(owner, 2);
     const newest = await command(owner, 3);

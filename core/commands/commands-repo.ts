@@ -91,14 +91,7 @@ export class CommandsRepo {
    * account: the poll cache (poll-cache.ts) checks the account on every read.
    */
   async findWithOutputs(id: string): Promise<CommandWithOutputs | null> {
-    const joined = await this.db
-      .select({ command: commands, file: files })
-      .from(commands)
-      .leftJoin(files, eq(files.commandId, commands.id))
-      .where(eq(commands.id, id))
-      .orderBy(asc(files.createdAt));
-    if (joined.length === 0) return null;
-    return { row: joined[0].command, files: joined.flatMap((j) => (j.file ? [j.file] : [])) };
+    return (await this.findManyWithOutputs([id])).get(id) ?? null;
   }
 
   async findById(id: string): Promise<CommandRow | null> {

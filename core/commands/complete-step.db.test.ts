@@ -1,12 +1,11 @@
 // A finished step is stored only while it still runs: a result read before a cancel changes nothing.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { testOutputRow } from '../files/testing/test-output-row.ts';
 import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { newCaller } from '../accounts/testing/new-caller.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
-import { FileStatus, StoreType } from '../files/file-status.ts';
 import { CommandsRepo } from './commands-repo.ts';
 import { ErrorStatus } from './error-status.ts';
 
@@ -17,19 +16,7 @@ test('completeStep stores the outputs and the next state only for the running st
     const commands = new CommandsRepo(database.db);
     const row = testCommandRow(caller);
     await commands.insert({ ...row, status: 'PROCESSING', currentStep: 0, attempt: 2 });
-    const output = {
-      id: randomUUID(),
-      accountId: caller.account.id,
-      environmentName: 'main',
-      commandId: row.id,
-      alias: 'out_1',
-      serviceStoreType: StoreType.OUTPUT,
-      status: FileStatus.STORED,
-      storageKey: `k/${randomUUID()}`,
-      fileName: 'o.mp4',
-      isPrivate: false,
-      sizeBytes: 10,
-    };
+    const output = testOutputRow(caller, row.id, { sizeBytes: 10 });
     const success = { status: 'SUCCESS' as const, finishedAt: new Date() };
 
     assert.equal(await commands.completeStep({ commandId: row.id, step: 0, attempt: 1 }, [output], success), false, 'an earlier attempt');

@@ -4,12 +4,12 @@ import { newCaller } from '../accounts/testing/new-caller.ts';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { testOutputRow } from '../files/testing/test-output-row.ts';
 import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { openDatabase } from '../db/database.ts';
 import { createTestDatabaseUrl, testDatabaseKind } from '../db/testing/test-database.ts';
 import { FilesRepo, type NewFileRow } from '../files/files-repo.ts';
-import { FileStatus, StoreType } from '../files/file-status.ts';
 import { CommandsRepo } from './commands-repo.ts';
 import { watchedPollCache } from './poll-cache.ts';
 
@@ -34,19 +34,8 @@ async function pollFixture() {
     await commands.insert(row);
     return row.id;
   };
-  const output = (commandId: string, alias: string, createdAt = new Date()): NewFileRow => ({
-    id: randomUUID(),
-    accountId: owner.account.id,
-    environmentName: 'main',
-    commandId,
-    alias,
-    serviceStoreType: StoreType.OUTPUT,
-    status: FileStatus.STORED,
-    storageKey: `k/${alias}`,
-    fileName: `${alias}.mp4`,
-    isPrivate: false,
-    createdAt,
-  });
+  const output = (commandId: string, alias: string, createdAt = new Date()): NewFileRow =>
+    testOutputRow(owner, commandId, { alias, storageKey: `k/${alias}`, fileName: `${alias}.mp4`, createdAt });
   /** Polls until `check` holds (a notification is asynchronous), failing after 5 s. */
   const eventually = async (id: string, check: (found: Awaited<ReturnType<typeof polls.find>>) => boolean) => {
     for (const deadline = Date.now() + 5000; ; await new Promise((r) => setTimeout(r, 10))) {
