@@ -103,13 +103,9 @@ export class PollCache {
   }
 
   private async readAny(id: string, load: () => Promise<CommandWithOutputs | null>): Promise<CommandWithOutputs | null> {
-    const hit = this.entries.get(id);
-    if (hit !== undefined) {
-      if (hit.expires > this.clock()) return hit.value;
-      this.entries.delete(id);
-    }
-    const running = this.loads.get(id);
-    if (running !== undefined && !running.stale) return running.promise;
+    if (this.fresh(id)) return this.entries.get(id)!.value;
+    this.entries.delete(id); // absent, or past its time
+    if (this.loading(id)) return this.loads.get(id)!.promise;
     const mine: Load = { promise: load(), stale: false };
     this.loads.set(id, mine);
     try {

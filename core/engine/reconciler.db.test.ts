@@ -71,6 +71,11 @@ class RecordingJobBackend implements JobBackend {
     this.report(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes: 10, outputs });
   }
 
+  /** As a runner: ffmpeg ended, and the step probes and stores its outputs. */
+  uploading(request: JobRequest): void {
+    this.report(request.ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+  }
+
   /** The job the reconciler started last for this command. */
   lastFor(commandId: string): JobRequest {
     const found = this.started.filter((r) => r.ref.commandId === commandId).at(-1);
@@ -211,10 +216,10 @@ test('a command storing its outputs frees its share of the capacity; at most one
     const third = await f.submit(f.a, 2);
     await f.reconciler.reconcileOnce();
     assert.deepEqual(startedIds(f.backend), [first]);
-    f.backend.report(f.backend.lastFor(first).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    f.backend.uploading(f.backend.lastFor(first));
     await f.eventually(second, (row) => row.status === 'PROCESSING');
     // Two commands finishing on a capacity of 2: the third waits although no ffmpeg runs.
-    f.backend.report(f.backend.lastFor(second).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    f.backend.uploading(f.backend.lastFor(second));
     await f.eventually(second, (row) => row.processingStage === ProcessingStage.UPLOADING);
     await f.reconciler.reconcileOnce();
     assert.deepEqual(startedIds(f.backend), [first, second]);
@@ -231,13 +236,13 @@ test("a chain keeps its share between its steps: only the last step's upload fre
     const chain = await insertTwoStepChain(f); // 1 vCPU
     const waiting = await f.submit(f.b, 2);
     await f.reconciler.reconcileOnce();
-    f.backend.report(f.backend.lastFor(chain.id).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    f.backend.uploading(f.backend.lastFor(chain.id));
     await f.eventually(chain.id, (row) => row.processingStage === ProcessingStage.UPLOADING);
     await f.reconciler.reconcileOnce();
     assert.deepEqual(startedIds(f.backend), [chain.id], 'its next step will need the share again');
     f.backend.succeed(f.backend.lastFor(chain.id));
     await f.eventually(chain.id, (row) => row.currentStep === 1);
-    f.backend.report(f.backend.lastFor(chain.id).ref, { type: 'stage', stage: ProcessingStage.UPLOADING });
+    f.backend.uploading(f.backend.lastFor(chain.id));
     await f.eventually(waiting, (row) => row.status === 'PROCESSING');
   } finally {
     await f.close();
