@@ -52,7 +52,13 @@ export interface EmbeddedService {
   close(): Promise<void>;
 }
 
-export async function startEmbedded(config: Config, logger: Logger): Promise<EmbeddedService> {
+/** Tests' settings that are not configuration. */
+export interface EmbeddedTuning {
+  /** The reconciler's safety-net pass interval (2 s); a test sets it long to see that passes are asked for. */
+  reconcileResyncMs?: number;
+}
+
+export async function startEmbedded(config: Config, logger: Logger, tuning: EmbeddedTuning = {}): Promise<EmbeddedService> {
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   // Refuse to start rather than run hostile command lines unconfined.
   const { confinement, uids, prober } = await confinementFromConfig(config, logger);
@@ -114,6 +120,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       prober,
       maxThreads: config.localMaxVcpus,
       metrics: metrics.engine,
+      reconcileResyncMs: tuning.reconcileResyncMs,
     });
     const { reconciler, fileTasks } = engine;
     const app = createApp({
@@ -126,7 +133,7 @@ export async function startEmbedded(config: Config, logger: Logger): Promise<Emb
       storage,
       logger,
       dispatch: () => reconciler.submitted(),
-      cancelRequested: () => reconciler.kick(),
+      cancelRequested: () => reconciler.cancelRequested(),
       kickFileTasks: () => fileTasks.kick(),
       uploadTtlSeconds: uploadUrlTtlSeconds(config),
       storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),

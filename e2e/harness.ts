@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
-import { startEmbedded, type EmbeddedService } from '../api/embedded.ts';
+import { startEmbedded, type EmbeddedService, type EmbeddedTuning } from '../api/embedded.ts';
 
 const run = promisify(execFile);
 
@@ -141,6 +141,7 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Receives the service's JSON log lines (at FFOP_LOG_LEVEL, or 'info' when given). */
   logLines?: string[];
+  tuning?: EmbeddedTuning;
 }
 
 export async function startService(opts: ServiceOptions = {}): Promise<ServiceFixture> {
@@ -157,7 +158,7 @@ export async function startService(opts: ServiceOptions = {}): Promise<ServiceFi
   };
   const sink = opts.logLines;
   const logger = createLogger(env.FFOP_LOG_LEVEL, sink ? { write: (line: string) => void sink.push(line) } : undefined);
-  let service = await startEmbedded(loadConfig(env), logger);
+  let service = await startEmbedded(loadConfig(env), logger, opts.tuning);
   const fixture: ServiceFixture = {
     service,
     url: service.url,
@@ -174,7 +175,7 @@ export async function startService(opts: ServiceOptions = {}): Promise<ServiceFi
     async restart() {
       // Same port, so stored URLs stay valid.
       const port = new URL(fixture.url).port;
-      service = await startEmbedded(loadConfig({ ...env, FFOP_PORT: port }), logger);
+      service = await startEmbedded(loadConfig({ ...env, FFOP_PORT: port }), logger, opts.tuning);
       fixture.service = service;
     },
     async close() {

@@ -135,8 +135,8 @@ export function startOperator(o: OperatorOptions): RunningOperator {
     // A cancel asked through the API (another process) is acted on at once, not at the next resync.
     stopCancelWatch = await o.database.listen(
       COMMAND_CANCEL_CHANNEL,
-      () => built.reconciler.kick(),
-      () => built.reconciler.kick(),
+      () => built.reconciler.cancelRequested(),
+      () => built.reconciler.cancelRequested(), // reconnected: a notification may have been missed
     );
   });
 

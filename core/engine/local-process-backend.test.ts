@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { test } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,3 +81,37 @@ for (const warmRunner of [false, true]) {
     }
   });
 }
+
+/** The nice value of every thread of a process (Linux: field 19 of /proc/<pid>/task/<tid>/stat). */
+async function threadNiceness(pid: number): Promise<number[]> {
+  const values: number[] = [];
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null);
+    if (stat !== null) values.push(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return values;
+}
+
+test('runners, every thread of them, run at a lower CPU priority than the service', async () => {
+  const f = await localBackendFixture(true);
+  try {
+    const [ours] = await threadNiceness(process.pid);
+    const { spec: s, ref } = await spec(f.storage, '-f lavfi -i testsrc=size=64x48:rate=10:duration=0.2 -c:v libx264 {{out_1}}');
+    const events = collector(f.backend);
+    await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 60, accountId: 'acct' });
+    assert.equal((await events.result(ref.name)).ok, true);
+    // The warm runner that did the job waits for the next one. (A spare just forked may not run node yet.)
+    const runners = [];
+    for (const pid of await runnerPids(f.workRoot)) {
+      const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (command.startsWith(`${process.execPath}\0`) && command.includes('runner-image/main')) runners.push(pid);
+    }
+    assert.ok(runners.length > 0);
+    for (const pid of runners) {
+      const values = await threadNiceness(pid);
+      assert.deepEqual(new Set(values), new Set([Math.min(19, ours + 10)]), `runner ${pid}'s threads: ${values.join(' ')}`);
+    }
+  } finally {
+    await f.close();
+  }
+});

@@ -20,6 +20,12 @@ const STDERR_TAIL = 4096;
 /** Jobs a runner works on before it is replaced: bounds what a slow leak in a long-lived runner could grow to. */
 const JOBS_PER_RUNNER = 200;
 const KILL_GRACE_MS = 5000;
+/**
+ * Runners (and the ffmpeg they start) run at a lower CPU priority than the service, so requests,
+ * admissions and results are not held up behind encodes on the same cores. ffmpeg loses nothing
+ * when the service is idle. Through nice(1): every thread of the runner starts at that priority.
+ */
+const RUNNER_NICENESS = 10;
 
 interface RunnerProcess {
   child: ChildProcess;
@@ -98,7 +104,7 @@ export class LocalProcessBackend implements JobBackend {
 
   private startRunner(): RunnerProcess {
     const uid = this.opts.uids?.acquire();
-    const child = spawn(process.execPath, RUNNER_ARGS, {
+    const child = spawn('nice', ['-n', String(RUNNER_NICENESS), process.execPath, ...RUNNER_ARGS], {
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true, // own process group, so a deadline can stop the runner and nothing else
       env: {

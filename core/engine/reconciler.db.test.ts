@@ -27,6 +27,8 @@ class RecordingJobBackend implements JobBackend {
   readonly jobs = new Set<string>();
   /** The next ensureJob throws this (a backend that cannot start a step). */
   failNextStart: Error | null = null;
+  /** Times the jobs were listed: once per pass, after the pass has acted on cancels. */
+  listings = 0;
   private readonly listeners: JobListener[] = [];
 
   constructor(capacityVcpus: number | null) {
@@ -43,6 +45,7 @@ class RecordingJobBackend implements JobBackend {
   }
 
   async listJobNames(): Promise<Set<string>> {
+    this.listings++;
     return new Set(this.jobs);
   }
 
@@ -86,7 +89,6 @@ class RecordingJobBackend implements JobBackend {
   async close(): Promise<void> {}
 }
 
-/** A reconciler over its own database: plan 'four' (4 vCPUs) with accounts A and B, a backend double. */
 /** A stored two-step chain (out_1 -> out_2), not started yet. */
 async function insertTwoStepChain(f: ReconcilerFixture) {
   const row = chainRow(f.a, {
@@ -100,7 +102,8 @@ async function insertTwoStepChain(f: ReconcilerFixture) {
   return row;
 }
 
-async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: number } = {}) {
+/** A reconciler over its own database: plan 'four' (4 vCPUs) with accounts A and B, a backend double. */
+async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: number; resyncMs?: number } = {}) {
   const database = await openTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'ffop-reconciler-'));
   const plans = new PlansRepo(database.db);
@@ -129,7 +132,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     clock: () => now,
     maxAttempts: o.maxAttempts,
     workDir: dir,
-    resyncMs: 3_600_000, // passes only when the test asks or the reconciler kicks itself
+    resyncMs: o.resyncMs ?? 3_600_000, // by default passes run only when the test asks or the reconciler kicks itself
     onCommandChanged: (id) => mirrored.push(id),
   });
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
@@ -577,6 +580,43 @@ test('cancel of a QUEUED command: it never starts; of a PROCESSING one: its job 
     assert.deepEqual(startedIds(f.backend), [running], 'the cancelled queued command never started');
   } finally {
     await f.close();
+  }
+});
+
+test('cancels are looked for when one is asked and at every resync; a pass for another reason skips that read', async () => {
+  const f = await reconcilerFixture({ capacity: 1 });
+  try {
+    const running = await f.submit(f.a, 1);
+    const passDone = async (kick: () => void) => {
+      const listings = f.backend.listings;
+      kick();
+      for (const deadline = Date.now() + 5000; f.backend.listings === listings; await new Promise((r) => setTimeout(r, 5))) {
+        if (Date.now() > deadline) assert.fail('no pass ran');
+      }
+    };
+    await passDone(() => f.reconciler.kick()); // the first pass always looks
+    await f.eventually(running, (r) => r.status === 'PROCESSING');
+
+    await f.commands.requestCancel(running, f.a.account.id, f.now); // stored, the reconciler not told
+    await passDone(() => f.reconciler.kick());
+    assert.equal((await f.commands.findById(running))!.status, 'PROCESSING');
+
+    await passDone(() => f.reconciler.cancelRequested());
+    const cancelled = (await f.commands.findById(running))!;
+    assert.deepEqual([cancelled.status, cancelled.errorStatus], ['FAILED', 'CANCELLED']);
+  } finally {
+    await f.close();
+  }
+
+  const g = await reconcilerFixture({ capacity: 1, resyncMs: 20 });
+  try {
+    const running = await g.submit(g.a, 1);
+    g.reconciler.start();
+    await g.eventually(running, (r) => r.status === 'PROCESSING');
+    await g.commands.requestCancel(running, g.a.account.id, g.now); // a notification missed: the resync finds it
+    await g.eventually(running, (r) => r.status === 'FAILED');
+  } finally {
+    await g.close();
   }
 });
 

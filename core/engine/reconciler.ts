@@ -54,6 +54,8 @@ export class Reconciler {
   private stopped = false;
   /** The last pass found the shared capacity taken, and nothing has ended since. */
   private capacityFull = false;
+  /** Cancels may be waiting: the next pass reads them (the first pass always does). */
+  private cancelsAsked = true;
   /** Progress is stored outside the serialised section; stop() waits for these writes. */
   private readonly progressWrites = new Set<Promise<void>>();
   /** Jobs whose progress is being written, each with the newest progress waiting for its turn (one write per job at a time). */
@@ -83,8 +85,18 @@ export class Reconciler {
 
   start(): void {
     this.kick();
-    this.timer = setInterval(() => this.kick(), this.options.resyncMs ?? 2000);
+    this.timer = setInterval(() => this.cancelRequested(), this.options.resyncMs ?? 2000);
     this.timer.unref();
+  }
+
+  /**
+   * A cancel was asked through the API (directly, or by its notification from another process): the
+   * next pass looks for cancelled commands. Other passes skip that read; the resync always makes it,
+   * in case a notification was missed.
+   */
+  cancelRequested(): void {
+    this.cancelsAsked = true;
+    this.kick();
   }
 
   /** Asks for a pass soon; many kicks before it runs make one pass. */
@@ -94,7 +106,10 @@ export class Reconciler {
     this.passPending = true;
     void this.serial(async () => {
       this.passPending = false;
-      await this.reconcileOnce();
+      // Cleared before the read: a cancel asked while it runs asks for another pass.
+      const checkCancels = this.cancelsAsked;
+      this.cancelsAsked = false;
+      await this.reconcileOnce({ checkCancels });
     });
   }
 
@@ -132,9 +147,12 @@ export class Reconciler {
     });
   }
 
-  async reconcileOnce(): Promise<void> {
+  /** One pass; `checkCancels: false` skips looking for cancels (none was asked since the last look). */
+  async reconcileOnce(o: { checkCancels: boolean } = { checkCancels: true }): Promise<void> {
     // Cancels asked through the API come first: what they free is free for this very pass.
-    for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
+    if (o.checkCancels) {
+      for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
+    }
     // Cluster mode: the commands whose FfmpegCommand this pass made sure of. Only these start: one stored
     // after that look may not have its resource yet, and its Job would have no owner.
     let ensured: Set<string> | null = null;
