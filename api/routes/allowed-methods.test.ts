@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { allowedMethods } from './allowed-methods.ts';
+import { allowedMethods, allowsMethod } from './allowed-methods.ts';
 
 const ROUTES = [
   { method: 'ALL', path: '/v1/*' },
@@ -24,4 +24,12 @@ test('answers are remembered per path, and stay right past the bound', () => {
     assert.equal(allowOf('/v1/files/store-file'), 'POST, OPTIONS');
   }
   assert.equal(reads, 1, 'the routes are read once');
+});
+
+test('a method is allowed only when the Allow header names it whole', () => {
+  const allow = 'GET, DELETE, HEAD, OPTIONS';
+  for (const method of ['GET', 'DELETE', 'HEAD', 'OPTIONS']) assert.equal(allowsMethod(allow, method), true, method);
+  for (const method of ['GE', 'ET', 'DELET', 'ELETE', 'OPTION', 'PUT', 'get', '']) assert.equal(allowsMethod(allow, method), false, method);
+  assert.equal(allowsMethod('POST, OPTIONS', 'POST'), true);
+  assert.equal(allowsMethod('POST, OPTIONS', 'OST'), false);
 });

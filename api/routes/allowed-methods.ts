@@ -72,12 +72,17 @@ function allowOf(resources: Resource[], path: string): string | null {
   return [...methods].join(', ');
 }
 
+/** Whether an Allow header ("GET, HEAD, OPTIONS") names the method, without splitting it per request. */
+export function allowsMethod(allow: string, method: string): boolean {
+  const at = allow.indexOf(method);
+  return at !== -1 && (at === 0 || allow[at - 1] === ' ') && (at + method.length === allow.length || allow[at + method.length] === ',');
+}
+
 /** 204 to OPTIONS, 405 to a method the path's resource does not support; null lets the request through. */
 export function answerUnroutedMethod(c: Context, allow: string | null): Response | null {
   if (allow === null) return null;
   if (c.req.method === 'OPTIONS') return c.body(null, 204, { allow });
-  const supported = allow.split(', ');
-  if (supported.includes(c.req.method)) return null;
+  if (allowsMethod(allow, c.req.method)) return null;
   return c.json({ detail: 'Method Not Allowed' }, 405, { allow });
 }
 

@@ -45,6 +45,8 @@ test('file tasks, webhook deliveries and HTTP requests', async () => {
   metrics.webhookAttempt('failed_attempt');
   metrics.webhookAttempt('failed_attempt');
   metrics.httpRequest('GET', '/v1/commands/:command_id', 200, 0.004);
+  metrics.httpRequest('GET', '/v1/commands/:command_id', 200, 0.02);
+  metrics.httpRequest('GET', '/v1/commands/:command_id', 404, 0.001);
   metrics.httpRequest('PROPFIND', 'unmatched', 404, 0.001);
   const s = await scrape(metrics);
 
@@ -54,6 +56,10 @@ test('file tasks, webhook deliveries and HTTP requests', async () => {
   assert.equal(valueOf(s, 'ffop_webhook_deliveries_total', { outcome: 'failed_attempt' }), 2);
   assert.equal(
     valueOf(s, 'ffop_http_request_duration_seconds_count', { method: 'GET', route: '/v1/commands/:command_id', status: '200' }),
+    2,
+  );
+  assert.equal(
+    valueOf(s, 'ffop_http_request_duration_seconds_count', { method: 'GET', route: '/v1/commands/:command_id', status: '404' }),
     1,
   );
   assert.equal(

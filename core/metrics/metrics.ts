@@ -82,6 +82,8 @@ export function createMetrics(): Metrics {
     buckets: SECONDS_BUCKETS_HTTP,
     registers,
   });
+  /** Bounded: methods are mapped to a known few, routes are the app's patterns, statuses are codes. */
+  const httpSeries = new Map<string, ReturnType<typeof httpDuration.labels>>();
   const webhookDeliveries = new Counter({
     name: 'ffop_webhook_deliveries_total',
     help: 'Webhook delivery attempts by outcome: delivered, failed_attempt (retried later) or gave_up (FAILED for good).',
@@ -100,8 +102,14 @@ export function createMetrics(): Metrics {
       },
       fileTaskEnded: (kind, outcome) => fileTasks.inc({ kind, outcome }),
     },
-    httpRequest: (method, route, status, seconds) =>
-      httpDuration.observe({ method: KNOWN_METHODS.has(method) ? method : 'other', route, status }, seconds),
+    httpRequest: (method, route, status, seconds) => {
+      // The series of a label set, found once: observe() with a labels object hashes it on every request.
+      const m = KNOWN_METHODS.has(method) ? method : 'other';
+      const key = `${m} ${status} ${route}`;
+      let series = httpSeries.get(key);
+      if (series === undefined) httpSeries.set(key, (series = httpDuration.labels({ method: m, route, status })));
+      series.observe(seconds);
+    },
     webhookAttempt: (outcome) => webhookDeliveries.inc({ outcome }),
   };
 }
