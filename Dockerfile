@@ -78,7 +78,10 @@ COPY --from=build /src/package.json /app/package.json
 COPY --from=build /src/dist /app/dist
 COPY --from=seccomp /seccomp.bpf /app/seccomp.bpf
 
+# MALLOC_ARENA_MAX: glibc's default of 8 malloc arenas per core kept about 10 MiB more resident in the
+# service under load, for no speed we could measure.
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
     FFMPEG_PATH=/usr/bin/ffmpeg \
     FFPROBE_PATH=/usr/bin/ffprobe \
     FFOP_SECCOMP_PROGRAM=/app/seccomp.bpf

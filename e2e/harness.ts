@@ -265,6 +265,9 @@ export interface ServiceProcess {
   close(): Promise<void>;
 }
 
+/** What scripts/start-embedded.sh and the images set for the service's process (and the operator's). */
+export const SERVICE_PROCESS_ENV = { MALLOC_ARENA_MAX: '2' };
+
 /**
  * The service in a child process, with its own data folder and database: as `npm start` runs it
  * (compiled by scripts/build.sh, plain node), or from the sources through tsx (for comparisons).
@@ -283,6 +286,7 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
     cwd: root,
     env: {
       PATH: process.env.PATH,
+      ...SERVICE_PROCESS_ENV,
       FFOP_PORT: String(port),
       ...dbEnv,
       FFOP_LOG_LEVEL: 'warn',

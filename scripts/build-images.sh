@@ -32,6 +32,7 @@ runner_uid=10001
 common_env=(
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   NODE_ENV=production
+  MALLOC_ARENA_MAX=2
   FFMPEG_PATH=/usr/bin/ffmpeg
   FFPROBE_PATH=/usr/bin/ffprobe
   FFOP_SECCOMP_PROGRAM=/app/seccomp.bpf

@@ -7,4 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-system-deps.sh
 bash scripts/ensure-npm-deps.sh
 bash scripts/build.sh
+# Fewer glibc malloc arenas: about 10 MiB less resident under load (as in the images).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 exec node dist/api/main.js

@@ -8,6 +8,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClusterService } from '../cluster/service-fixture.ts';
+import { SERVICE_PROCESS_ENV } from '../harness.ts';
 import { procStatusKiB } from './stats.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -34,6 +35,7 @@ export async function startOperatorProcess(svc: ClusterService, dir: string): Pr
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
         PATH: process.env.PATH,
+        ...SERVICE_PROCESS_ENV,
         KUBECONFIG: kubeconfig,
         FFOP_NAMESPACE: svc.cluster.namespace,
         FFOP_DATABASE_URL: svc.databaseUrl,
