@@ -108,6 +108,14 @@ base_args=(
   --customize-hook="printf 'ffop:x:$service_uid:\nrunner:x:$runner_uid:\n' >>\"\$1/etc/group\""
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/log/* "$1"/var/lib/apt/lists/*'
 )
+# A mirror that serves a snapshot has Release files past their Valid-Until; a machine set up for one
+# tells its apt not to check (Acquire::Check-Valid-Until / Check-Date "false"), and mmdebstrap's apt
+# must be told the same, or its update fails.
+for option in Acquire::Check-Valid-Until Acquire::Check-Date; do
+  if [ "$(apt-config dump "$option" 2>/dev/null | sed -n "s/^$option \"\(.*\)\";$/\1/p")" = false ]; then
+    base_args+=("--aptopt=$option \"false\"")
+  fi
+done
 base_key=$(printf '%s\n' "$suite" "${base_args[@]}" "${source_lines[@]}" | hash16)
 # What is dropped from node_modules: type declarations, source maps and the compilers (typescript is an
 # optional peer of valibot; tsx and esbuild only run the sources, which the images do not contain).
