@@ -12,7 +12,7 @@ import { collector, jobBackendContract, spec } from './testing/job-backend-contr
 import { LocalProcessBackend } from './local-process-backend.ts';
 
 /** A local backend with a local storage served over HTTP, in a folder of its own. */
-async function localBackendFixture(warmRunner: boolean) {
+async function localBackendFixture(warmRunner: boolean, capacityVcpus = 2) {
   const dir = await mkdtemp(join(tmpdir(), 'ffop-local-backend-'));
   // The storage's URLs need the server's port, so the routes are attached once it listens.
   let routes: ReturnType<typeof storageFilesRoutes> | null = null;
@@ -25,7 +25,7 @@ async function localBackendFixture(warmRunner: boolean) {
   const port = (server.address() as AddressInfo).port;
   const storage = new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: `http://127.0.0.1:${port}`, signingKey: 'k'.repeat(32) });
   routes = storageFilesRoutes(storage);
-  const backend = new LocalProcessBackend({ logger: createLogger('silent'), workRoot: join(dir, 'work'), warmRunner, capacityVcpus: 2 });
+  const backend = new LocalProcessBackend({ logger: createLogger('silent'), workRoot: join(dir, 'work'), warmRunner, capacityVcpus });
   return {
     backend,
     storage,
@@ -111,6 +111,28 @@ test('runners, every thread of them, run at a lower CPU priority than the servic
       const values = await threadNiceness(pid);
       assert.deepEqual(new Set(values), new Set([Math.min(19, ours + 10)]), `runner ${pid}'s threads: ${values.join(' ')}`);
     }
+  } finally {
+    await f.close();
+  }
+});
+
+test('warm runners: jobs beside finishing ones reuse the runners kept, bursts after bursts', async () => {
+  // Capacity 1: one job runs ffmpeg and one finishes beside it, plus the spare: 3 runners are kept.
+  const f = await localBackendFixture(true, 1);
+  const events = collector(f.backend);
+  const seen = new Set<number>();
+  try {
+    for (let round = 0; round < 3; round++) {
+      const jobs = await Promise.all([0, 1, 2].map(() => spec(f.storage, '-f lavfi -i testsrc=size=64x48:rate=10:duration=0.2 {{out_1}}')));
+      for (const { spec: s, ref } of jobs) await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 60, accountId: 'acct' });
+      for (const pid of await runnerPids(f.workRoot)) seen.add(pid);
+      for (const { ref } of jobs) assert.equal((await events.result(ref.name)).ok, true);
+      for (const { ref } of jobs) await f.backend.deleteJob(ref.name);
+      await new Promise((r) => setTimeout(r, 100)); // the spare starts
+      for (const pid of await runnerPids(f.workRoot)) seen.add(pid);
+    }
+    // The first burst starts 3 runners and a spare; later bursts take the kept ones (and one more spare each).
+    assert.ok(seen.size <= 6, `runner processes seen: ${seen.size}`);
   } finally {
     await f.close();
   }

@@ -96,9 +96,12 @@ export class LocalProcessBackend implements JobBackend {
   /** A runner whose job ended with a result waits for the next job, if it may be kept. */
   private release(runner: RunnerProcess): void {
     runner.job = null;
-    // At most one idle runner per core: more would hold memory and uids for nothing.
+    // As many idle runners as can work at once, plus the spare. At once: one job per core running ffmpeg
+    // and, beside each, one finishing (storing its outputs; admission lets the next job start then).
+    // With fewer, a runner would be stopped here only for a new one to be started for a later job
+    // (about 0.2 s of CPU each time); more would hold memory and uids for nothing.
     const keep = this.opts.warmRunner && !this.closed && alive(runner) && runner.jobsTaken < JOBS_PER_RUNNER;
-    if (keep && this.idle.length < this.capacityVcpus) this.idle.push(runner);
+    if (keep && this.idle.length < 2 * this.capacityVcpus + 1) this.idle.push(runner);
     else runner.child.stdin!.end(); // no more specs: it exits
   }
 
