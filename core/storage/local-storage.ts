@@ -18,15 +18,9 @@ import type { Readable } from 'node:stream';
 import { PRIVATE_DIR_MODE as DIR_MODE, PRIVATE_FILE_MODE as FILE_MODE } from '../data-permissions.ts';
 import { assertValidUploadPartBytes, checkCompletion, DEFAULT_MIN_PART_BYTES, isValidPartBytes, isValidPartNumber } from './multipart.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
-import {
-  MAX_PRESIGN_TTL_SECONDS,
-  MultipartConflict,
-  MultipartError,
-  ObjectSizeMismatch,
-  StorageNotFound,
-  UploadNotFound,
-} from './storage.ts';
+import { MAX_PRESIGN_TTL_SECONDS, MultipartConflict, MultipartError, StorageNotFound, UploadNotFound } from './storage.ts';
 import { UploadActivity } from './upload-activity.ts';
+import { writeBodyAt } from './positioned-writes.ts';
 import { assertValidKey, assertValidPrefix, encodeKeyForUrl, isPublicKey } from './keys.ts';
 import { contentTypeForFileName } from '../media/mime.ts';
 import { normalizeContentType } from './content-types.ts';
@@ -144,7 +138,7 @@ export class LocalStorage implements Storage {
       // Opened before streaming so the file exists for the cleanup below, whatever fails.
       const file = await open(tmpObject, 'wx', FILE_MODE);
       try {
-        await writeAt(file, 0, body, opts.size, onChunk);
+        await writeBodyAt(file, 0, body, opts.size, onChunk);
         await file.sync();
       } finally {
         await file.close();
@@ -384,7 +378,7 @@ export class LocalStorage implements Storage {
       const data = await open(join(dir, UPLOAD_DATA), constants.O_WRONLY | constants.O_NOFOLLOW);
       let crc = 0;
       try {
-        await writeAt(data, offset, body, size, (chunk) => (crc = crc32(chunk, crc)));
+        await writeBodyAt(data, offset, body, size, (chunk) => (crc = crc32(chunk, crc)));
         await data.sync();
       } finally {
         await data.close();
@@ -556,19 +550,6 @@ function isSatisfiable(range: ByteRange, size: number): boolean {
  * and a write stream in a pipeline cost uploads a tenth of their throughput); `onChunk` sees each chunk.
  * Leaving the loop early destroys `body`.
  */
-async function writeAt(file: FileHandle, position: number, body: Readable, size: number, onChunk?: (chunk: Buffer) => void): Promise<void> {
-  let seen = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    seen += chunk.length;
-    if (seen > size) throw new ObjectSizeMismatch(size, `more than ${size}`);
-    onChunk?.(chunk);
-    for (let done = 0; done < chunk.length;) {
-      done += (await file.write(chunk, done, chunk.length - done, position + seen - chunk.length + done)).bytesWritten;
-    }
-  }
-  if (seen !== size) throw new ObjectSizeMismatch(size, String(seen));
-}
-
 function isMissing(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException).code;
   return code === 'ENOENT' || code === 'ENOTDIR';
