@@ -85,6 +85,7 @@ export class Reconciler {
 
   start(): void {
     this.kick();
+    // The resync also looks for cancels, in case a notification was missed.
     this.timer = setInterval(() => this.cancelRequested(), this.options.resyncMs ?? 2000);
     this.timer.unref();
   }

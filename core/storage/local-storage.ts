@@ -545,11 +545,6 @@ function isSatisfiable(range: ByteRange, size: number): boolean {
   );
 }
 
-/**
- * Writes exactly `size` bytes of `body` from `position` on, a chunk at a time (a plain loop: a Transform
- * and a write stream in a pipeline cost uploads a tenth of their throughput); `onChunk` sees each chunk.
- * Leaving the loop early destroys `body`.
- */
 function isMissing(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException).code;
   return code === 'ENOENT' || code === 'ENOTDIR';
