@@ -8,15 +8,16 @@ import type { CommandsRepo } from '../core/commands/commands-repo.ts';
 import type { FilesRepo } from '../core/files/files-repo.ts';
 import { Quotas } from '../core/accounts/quotas.ts';
 import { fileRoutes } from './routes/files.ts';
-import { rateLimit } from './rate-limit.ts';
-import { authFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-limit.ts';
+import { RateLimit } from './rate-limit.ts';
+import { AuthFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-limit.ts';
 import type { Storage } from '../core/storage/storage.ts';
-import { requireApiKey, type AppEnv } from './auth.ts';
+import type { AppEnv } from './auth.ts';
+import { v1Gate } from './v1-gate.ts';
 import { commandRoutes, type CommandRoutesDeps } from './routes/commands.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { dashboardRoutes } from './dashboard/dashboard-routes.ts';
 import { RequestInvalid } from './validation.ts';
-import { allowedMethods, answerUnroutedMethod, methodGuard } from './routes/allowed-methods.ts';
+import { allowedMethods, answerUnroutedMethod } from './routes/allowed-methods.ts';
 import { webhookRoutes, type WebhookRoutesDeps } from './routes/webhook.ts';
 import type { Metrics } from '../core/metrics/metrics.ts';
 import { httpLatency, metricsRoute } from './metrics-route.ts';
@@ -59,6 +60,8 @@ export interface AppDeps {
 
 export function createApp(d: AppDeps): Hono {
   const clock = d.clock ?? (() => new Date());
+  // Milliseconds for the per-request limits, without a Date per request unless a test injects a clock.
+  const nowMs = d.clock ? () => clock().getTime() : Date.now;
   const app = new Hono();
   if (d.metrics) app.use('*', httpLatency(d.metrics));
 
@@ -86,26 +89,17 @@ export function createApp(d: AppDeps): Hono {
     onError: (c) =>
       c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
   });
-  // GET and HEAD bodies are never read. Looking for one would make @hono/node-server build a whole
-  // fetch Request (and an AbortController) for every poll.
-  const limitWrittenBody: MiddlewareHandler<AppEnv> = (c, next) =>
-    c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next);
-  api.use('/v1/*', limitWrittenBody);
-  // Counted per client address before any key is looked up: guessing keys is throttled, not just failed.
   api.use(
     '/v1/*',
-    authFailureLimit({
-      ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT),
-      trustedProxies: d.trustedProxies,
-      clock: () => clock().getTime(),
+    v1Gate({
+      limitBody,
+      authFailures: new AuthFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), trustedProxies: d.trustedProxies }),
+      accounts: d.accounts,
+      rateLimit: new RateLimit(),
+      allowOf,
+      clock: nowMs,
     }),
   );
-  api.use('/v1/*', requireApiKey(d.accounts));
-  api.use(
-    '/v1/*',
-    rateLimit(() => clock().getTime()),
-  );
-  api.use('/v1/*', methodGuard(allowOf));
   const quotas = new Quotas(d.files, clock);
   api.route(
     '/',

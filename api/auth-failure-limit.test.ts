@@ -1,18 +1,33 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Hono } from 'hono';
-import { authFailureLimit, clientKey } from './auth-failure-limit.ts';
+import { AuthFailureLimit, clientKey } from './auth-failure-limit.ts';
+import type { AppEnv } from './auth.ts';
+import { RateLimit } from './rate-limit.ts';
+import { testCaller } from './testing/test-caller.ts';
+import { v1Gate } from './v1-gate.ts';
 
-/** The limit in front of a key check that counts its lookups; `env` carries the socket like @hono/node-server's. */
+/** The API's gate with this limit, over an accounts double that counts its lookups; `env` carries the socket like @hono/node-server's. */
 function appWith(clock: () => number, maxTracked?: number, trustedProxies?: string[]) {
   let lookups = 0;
-  const app = new Hono();
-  app.use('/v1/*', authFailureLimit({ maxFailures: 3, windowSeconds: 60, clock, maxTracked, trustedProxies }));
-  app.use('/v1/*', async (c, next) => {
-    lookups += 1;
-    if (c.req.header('x-api-key') !== 'good') return c.json({ detail: 'Invalid authorization key' }, 401);
-    await next();
-  });
+  const app = new Hono<AppEnv>();
+  const accountsCountingLookups = {
+    authenticate: async (key: string) => {
+      lookups += 1;
+      return key === 'good' ? testCaller(1_000_000) : null;
+    },
+  };
+  app.use(
+    '/v1/*',
+    v1Gate({
+      limitBody: (_c, next) => next(),
+      authFailures: new AuthFailureLimit({ maxFailures: 3, windowSeconds: 60, maxTracked, trustedProxies }),
+      accounts: accountsCountingLookups,
+      rateLimit: new RateLimit(),
+      allowOf: () => 'GET, HEAD, OPTIONS',
+      clock,
+    }),
+  );
   app.get('/v1/x', (c) => c.json({ ok: true }));
   const from = (address: string, key: string, forwardedFor?: string) =>
     app.request(

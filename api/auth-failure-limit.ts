@@ -5,14 +5,12 @@
 // configured trusted proxies (FFOP_TRUSTED_PROXIES): then the client is the last address in it that is
 // not itself a trusted proxy (anyone can send the header, so only what our proxies appended counts).
 import { isIP } from 'node:net';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 
 export interface AuthFailureLimitOptions {
   /** Failed attempts allowed per address in one window. */
   maxFailures: number;
   windowSeconds: number;
-  /** Milliseconds since the epoch; injected by tests. */
-  clock?: () => number;
   /** Addresses remembered at most (memory bound under a flood from many addresses). */
   maxTracked?: number;
   /** Reverse proxies whose X-Forwarded-For is believed (exact addresses). */
@@ -26,44 +24,56 @@ interface Window {
   endsAt: number;
 }
 
-export function authFailureLimit(opts: AuthFailureLimitOptions): MiddlewareHandler {
-  const clock = opts.clock ?? Date.now;
-  const maxTracked = opts.maxTracked ?? 100_000;
-  const windows = new Map<string, Window>();
-  const trusted = new Set((opts.trustedProxies ?? []).map((a) => clientKey(a)));
+/**
+ * The failed-key count per client. The API's gate (v1-gate.ts) asks for a refusal before it looks a
+ * key up, and reports each key it refused.
+ */
+export class AuthFailureLimit {
+  private readonly opts: AuthFailureLimitOptions;
+  private readonly maxTracked: number;
+  private readonly windows = new Map<string, Window>();
+  private readonly trusted: ReadonlySet<string>;
 
-  const remember = (client: string, now: number) => {
-    let window = windows.get(client);
+  constructor(opts: AuthFailureLimitOptions) {
+    this.opts = opts;
+    this.maxTracked = opts.maxTracked ?? 100_000;
+    this.trusted = new Set((opts.trustedProxies ?? []).map((a) => clientKey(a)));
+  }
+
+  /** Who sends this request, as counted: the address (or /64) behind our trusted proxies. */
+  clientOf(c: Context): string {
+    return clientKey(clientAddress(c, this.trusted));
+  }
+
+  /** 429 with Retry-After while the client has used up its failures in this window; null lets it through. */
+  refusal(c: Context, client: string, now: number): Response | null {
+    const window = this.windows.get(client);
+    if (window === undefined || window.endsAt <= now || window.failures < this.opts.maxFailures) return null;
+    const retryAfter = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
+    return c.json(
+      {
+        detail:
+          `Too many failed API key attempts from your address (${this.opts.maxFailures} in ${this.opts.windowSeconds} s); ` +
+          `retry after ${retryAfter} s`,
+      },
+      429,
+      { 'retry-after': String(retryAfter) },
+    );
+  }
+
+  /** The client's key was refused (401). */
+  failed(client: string, now: number): void {
+    let window = this.windows.get(client);
     if (window === undefined || window.endsAt <= now) {
-      windows.delete(client);
-      if (windows.size >= maxTracked) forgetExpired(windows, now);
+      this.windows.delete(client);
+      if (this.windows.size >= this.maxTracked) forgetExpired(this.windows, now);
       // Still full: the oldest window goes (Map order is insertion order).
-      if (windows.size >= maxTracked) windows.delete(windows.keys().next().value as string);
-      window = { failures: 0, endsAt: now + opts.windowSeconds * 1000 };
-      windows.set(client, window);
+      if (this.windows.size >= this.maxTracked) this.windows.delete(this.windows.keys().next().value as string);
+      window = { failures: 0, endsAt: now + this.opts.windowSeconds * 1000 };
+      this.windows.set(client, window);
     }
     window.failures += 1;
-  };
-
-  return async (c, next) => {
-    const client = clientKey(clientAddress(c, trusted));
-    const now = clock();
-    const window = windows.get(client);
-    if (window !== undefined && window.endsAt > now && window.failures >= opts.maxFailures) {
-      const retryAfter = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
-      return c.json(
-        {
-          detail:
-            `Too many failed API key attempts from your address (${opts.maxFailures} in ${opts.windowSeconds} s); ` +
-            `retry after ${retryAfter} s`,
-        },
-        429,
-        { 'retry-after': String(retryAfter) },
-      );
-    }
-    await next();
-    if (c.res.status === 401) remember(client, clock());
-  };
+  }
 }
 
 function forgetExpired(windows: Map<string, Window>, now: number): void {

@@ -2,7 +2,7 @@
 // Allow, and another method it does not support with 405 and Allow (RFC 9110 9.3.7 and 15.5.6).
 // A literal route is a resource of its own: /v1/files/store-file is not a file id of /v1/files/:file_id,
 // so GET /v1/files/store-file is 405, as the OpenAPI document says, not a 422 about the id.
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 
 interface RouteEntry {
   method: string;
@@ -84,9 +84,4 @@ export function answerUnroutedMethod(c: Context, allow: string | null): Response
   if (c.req.method === 'OPTIONS') return c.body(null, 204, { allow });
   if (allowsMethod(allow, c.req.method)) return null;
   return c.json({ detail: 'Method Not Allowed' }, 405, { allow });
-}
-
-/** For the API's paths, after authentication: runs before routing, so a literal route wins over a parameter. */
-export function methodGuard(allowOf: (path: string) => string | null): MiddlewareHandler {
-  return async (c, next) => answerUnroutedMethod(c, allowOf(c.req.path)) ?? next();
 }

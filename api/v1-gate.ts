@@ -1,0 +1,53 @@
+// What every /v1 request passes before its route, in this order: the body limit (requests with a
+// body), the failed-key throttle of its address, the API key, the key's rate limit, and the methods
+// its path supports. One middleware rather than five: each layer of Hono's middleware chain costs
+// promises and microtask turns, and polls pay them thousands of times a second.
+import type { MiddlewareHandler } from 'hono';
+import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import type { AuthFailureLimit } from './auth-failure-limit.ts';
+import { INVALID_KEY, type AppEnv } from './auth.ts';
+import type { RateLimit } from './rate-limit.ts';
+import { answerUnroutedMethod } from './routes/allowed-methods.ts';
+
+export interface V1GateDeps {
+  /** Refuses bodies over the limit; GET and HEAD bodies are never read, so they skip it. */
+  limitBody: MiddlewareHandler<AppEnv>;
+  authFailures: AuthFailureLimit;
+  accounts: Pick<AccountsRepo, 'authenticate'>;
+  rateLimit: RateLimit;
+  /** The Allow header of a path, null when no route matches it. */
+  allowOf: (path: string) => string | null;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+}
+
+export function v1Gate(d: V1GateDeps): MiddlewareHandler<AppEnv> {
+  const checks: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const client = d.authFailures.clientOf(c);
+    // Before the key is looked up: guessing keys is throttled, not just failed.
+    const throttled = d.authFailures.refusal(c, client, d.clock());
+    if (throttled) return throttled;
+    const key = c.req.header('x-api-key');
+    const caller = key ? await d.accounts.authenticate(key.trim()) : null;
+    if (!caller) {
+      d.authFailures.failed(client, d.clock());
+      return c.json({ detail: INVALID_KEY }, 401);
+    }
+    const limited = d.rateLimit.refusal(c, caller, d.clock());
+    if (limited) return limited;
+    // Before routing, so a literal route wins over a parameter.
+    const unrouted = answerUnroutedMethod(c, d.allowOf(c.req.path));
+    if (unrouted) return unrouted;
+    c.set('caller', caller);
+    await next();
+  };
+  // Looking for a GET's body would make @hono/node-server build a whole fetch Request for every poll.
+  return (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return checks(c, next);
+    // Inside another middleware an answer must be set on the context: its return value is dropped.
+    return d.limitBody(c, async () => {
+      const refused = await checks(c, next);
+      if (refused) c.res = refused;
+    });
+  };
+}
