@@ -48,6 +48,8 @@ export interface QueuedCommand {
   planMaxVcpus: number;
   /** The plan's name (metrics label the queue wait with it). */
   plan: string;
+  /** Cluster mode: when its FfmpegCommand was created (null: not known to exist). */
+  resourceCreatedAt: Date | null;
 }
 
 /** What an item of the commands list shows: the command, with its outputs' count and live bytes. */
@@ -188,12 +190,12 @@ export class CommandsRepo {
       with running as (
         select account_id, sum(vcpu_count) as used from commands where status = ${CommandStatus.PROCESSING} group by account_id
       ), queued as (
-        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan,
+        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, c.resource_created_at,
                sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
         from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
         where c.status = ${CommandStatus.QUEUED}
       )
-      select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan from queued q left join running r on r.account_id = q.account_id
+      select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at from queued q left join running r on r.account_id = q.account_id
       where q.cumulative + coalesce(r.used, 0) <= q.max_vcpus
       order by q.seq limit ${limit}`);
     return queuedCommandsOf(result);
@@ -202,7 +204,7 @@ export class CommandsRepo {
   /** QUEUED commands asking more vCPUs than their account's plan allows now (the plan was lowered). */
   async overPlan(): Promise<QueuedCommand[]> {
     const result = await this.db.execute(sql`
-      select c.id, c.account_id, c.vcpu_count, p.max_vcpus, p.name as plan
+      select c.id, c.account_id, c.vcpu_count, p.max_vcpus, p.name as plan, c.resource_created_at
       from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
       where c.status = ${CommandStatus.QUEUED} and c.vcpu_count > p.max_vcpus`);
     return queuedCommandsOf(result);
@@ -247,6 +249,16 @@ export class CommandsRepo {
     return row ? { requested: false, endedWith: row.status } : null;
   }
 
+  /** Starts a command that is still QUEUED, in one statement: its row as started, or null when it is not QUEUED any more. */
+  async startQueued(id: string, patch: Partial<NewCommandRow>): Promise<CommandRow | null> {
+    const [row] = await this.db
+      .update(commands)
+      .set(patch)
+      .where(and(eq(commands.id, id), eq(commands.status, CommandStatus.QUEUED)))
+      .returning();
+    return row ?? null;
+  }
+
   async update(id: string, patch: Partial<NewCommandRow>): Promise<void> {
     await this.db.update(commands).set(patch).where(eq(commands.id, id));
   }
@@ -279,11 +291,20 @@ function isRunning(step: RunningStep): SQL | undefined {
 }
 
 function queuedCommandsOf(result: unknown): QueuedCommand[] {
-  return rowsOf<{ id: string; account_id: string; vcpu_count: number; max_vcpus: number; plan: string }>(result).map((r) => ({
+  type Row = {
+    id: string;
+    account_id: string;
+    vcpu_count: number;
+    max_vcpus: number;
+    plan: string;
+    resource_created_at: string | Date | null;
+  };
+  return rowsOf<Row>(result).map((r) => ({
     id: r.id,
     accountId: r.account_id,
     vcpuCount: Number(r.vcpu_count),
     planMaxVcpus: Number(r.max_vcpus),
     plan: r.plan,
+    resourceCreatedAt: r.resource_created_at === null ? null : new Date(r.resource_created_at),
   }));
 }

@@ -17,7 +17,7 @@ import { createLogger } from '../logger.ts';
 import { unknownMedia } from '../media/unknown-media.ts';
 import { LocalStorage } from '../storage/local-storage.ts';
 import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
-import { Reconciler } from './reconciler.ts';
+import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 
 /** A job backend double: records what the reconciler asks of it, and lets a test play the runners. */
 class RecordingJobBackend implements JobBackend {
@@ -103,7 +103,9 @@ async function insertTwoStepChain(f: ReconcilerFixture) {
 }
 
 /** A reconciler over its own database: plan 'four' (4 vCPUs) with accounts A and B, a backend double. */
-async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: number; resyncMs?: number } = {}) {
+async function reconcilerFixture(
+  o: { capacity?: number | null; maxAttempts?: number; resyncMs?: number; ensureResource?: ReconcilerOptions['ensureResource'] } = {},
+) {
   const database = await openTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'ffop-reconciler-'));
   const plans = new PlansRepo(database.db);
@@ -134,6 +136,7 @@ async function reconcilerFixture(o: { capacity?: number | null; maxAttempts?: nu
     workDir: dir,
     resyncMs: o.resyncMs ?? 3_600_000, // by default passes run only when the test asks or the reconciler kicks itself
     onCommandChanged: (id) => mirrored.push(id),
+    ensureResource: o.ensureResource,
   });
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
     const row = testCommandRow(who, { vcpu_count: vcpus });
@@ -615,6 +618,69 @@ test('cancels are looked for when one is asked and at every resync; a pass for a
     await g.eventually(running, (r) => r.status === 'PROCESSING');
     await g.commands.requestCancel(running, g.a.account.id, g.now); // a notification missed: the resync finds it
     await g.eventually(running, (r) => r.status === 'FAILED');
+  } finally {
+    await g.close();
+  }
+});
+
+test('cluster mode: a sweep makes sure of every FfmpegCommand, another pass only of those it starts', async () => {
+  const ensured: string[] = [];
+  const deleted = new Set<string>();
+  const resourcesDouble = async (command: { id: string }) => {
+    ensured.push(command.id);
+    return deleted.has(command.id) ? ('deleted' as const) : ('present' as const);
+  };
+  const f = await reconcilerFixture({ capacity: 3, ensureResource: resourcesDouble });
+  try {
+    const first = await f.submit(f.a, 1);
+    const waiting = await f.submit(f.a, 4); // waits: 4 vCPUs next to the running one is over the plan's 4
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(new Set(ensured), new Set([first, waiting]));
+    assert.deepEqual(startedIds(f.backend), [first]);
+
+    await f.commands.update(waiting, { status: 'FAILED' }); // out of the way
+    ensured.length = 0;
+    const second = await f.submit(f.b, 1);
+    const gone = await f.submit(f.b, 1);
+    deleted.add(gone);
+    await f.reconciler.reconcileOnce({ checkCancels: false, sweep: false });
+    assert.deepEqual(ensured, [second, gone], 'only the commands it starts');
+    assert.deepEqual(startedIds(f.backend), [first, second]);
+    assert.equal((await f.commands.findById(gone))!.status, 'QUEUED');
+
+    // The deleted resource asked for a sweep, which stops its command.
+    const stopped = await f.eventually(gone, (r) => r.status === 'FAILED');
+    assert.deepEqual(
+      [stopped.errorStatus, stopped.errorMessage],
+      ['CANCELLED', 'its FfmpegCommand resource was deleted; the command was stopped'],
+    );
+    assert.ok(ensured.slice(2).includes(first), 'the sweep looked at every active command');
+    assert.deepEqual(startedIds(f.backend), [first, second]);
+  } finally {
+    await f.close();
+  }
+});
+
+test('a plan lowered after submission is looked for by sweeps only: the first pass and each resync', async () => {
+  const f = await reconcilerFixture({ capacity: 8 });
+  try {
+    const big = await f.submit(f.a, 3);
+    await f.plans.update('four', { maxVcpus: 2 });
+    await f.reconciler.reconcileOnce({ checkCancels: false, sweep: false });
+    assert.equal((await f.commands.findById(big))!.status, 'QUEUED');
+    await f.reconciler.reconcileOnce({ checkCancels: false, sweep: true });
+    assert.equal((await f.commands.findById(big))!.errorStatus, 'PLAN_LIMIT_EXCEEDED');
+  } finally {
+    await f.close();
+  }
+
+  const g = await reconcilerFixture({ capacity: 8, resyncMs: 20 });
+  try {
+    g.reconciler.start(); // the first pass sweeps, finding nothing
+    await new Promise((r) => setTimeout(r, 50));
+    const big = await g.submit(g.a, 3);
+    await g.plans.update('four', { maxVcpus: 2 });
+    assert.equal((await g.eventually(big, (r) => r.status === 'FAILED')).errorStatus, 'PLAN_LIMIT_EXCEEDED');
   } finally {
     await g.close();
   }

@@ -37,8 +37,11 @@ export interface ReconcilerOptions {
   workDir: string;
   /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
   onCommandChanged?: (commandId: string) => void;
-  /** Cluster mode: make sure every active command has its FfmpegCommand (called on every pass). */
-  ensureResource?: (command: ActiveCommand) => Promise<'present' | 'created' | 'deleted'>;
+  /**
+   * Cluster mode: make sure a command has its FfmpegCommand (created when missing; 'deleted' when the
+   * user deleted it). Called for every active command at each resync, and for each command a pass starts.
+   */
+  ensureResource?: (command: Pick<ActiveCommand, 'id' | 'resourceCreatedAt'>) => Promise<'present' | 'created' | 'deleted'>;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
   /** Prometheus metrics: commands admitted and ended. */
@@ -56,8 +59,12 @@ export class Reconciler {
   private capacityFull = false;
   /** Cancels may be waiting: the next pass reads them (the first pass always does). */
   private cancelsAsked = true;
+  /** The resync is due: the next pass sweeps (see reconcileOnce). The first pass always does. */
+  private sweepDue = true;
   /** Progress is stored outside the serialised section; stop() waits for these writes. */
   private readonly progressWrites = new Set<Promise<void>>();
+  /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
+  private readonly jobDeletions = new Set<Promise<void>>();
   /** Jobs whose progress is being written, each with the newest progress waiting for its turn (one write per job at a time). */
   private readonly progressWaiting = new Map<string, CommandProgress | null>();
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
@@ -85,8 +92,11 @@ export class Reconciler {
 
   start(): void {
     this.kick();
-    // The resync also looks for cancels, in case a notification was missed.
-    this.timer = setInterval(() => this.cancelRequested(), this.options.resyncMs ?? 2000);
+    // The resync sweeps, and looks for cancels in case a notification was missed.
+    this.timer = setInterval(() => {
+      this.sweepDue = true;
+      this.cancelRequested();
+    }, this.options.resyncMs ?? 2000);
     this.timer.unref();
   }
 
@@ -109,8 +119,10 @@ export class Reconciler {
       this.passPending = false;
       // Cleared before the read: a cancel asked while it runs asks for another pass.
       const checkCancels = this.cancelsAsked;
+      const sweep = this.sweepDue;
       this.cancelsAsked = false;
-      await this.reconcileOnce({ checkCancels });
+      this.sweepDue = false;
+      await this.reconcileOnce({ checkCancels, sweep });
     });
   }
 
@@ -128,7 +140,7 @@ export class Reconciler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.queue;
-    await Promise.all(this.progressWrites);
+    await Promise.all([...this.progressWrites, ...this.jobDeletions]);
   }
 
   private serial(work: () => Promise<void>): Promise<void> {
@@ -148,17 +160,22 @@ export class Reconciler {
     });
   }
 
-  /** One pass; `checkCancels: false` skips looking for cancels (none was asked since the last look). */
-  async reconcileOnce(o: { checkCancels: boolean } = { checkCancels: true }): Promise<void> {
+  /**
+   * One pass. `checkCancels: false` skips looking for cancels (none was asked since the last look).
+   * `sweep: false` skips what only the resync needs to look at: every active command's FfmpegCommand
+   * (a pass makes sure only of those it starts; the watch reports deletions at once), and commands over a
+   * plan lowered since they were submitted. Passes asked for by events then cost a few small reads,
+   * however long the queue.
+   */
+  async reconcileOnce(o: { checkCancels: boolean; sweep: boolean } = { checkCancels: true, sweep: true }): Promise<void> {
     // Cancels asked through the API come first: what they free is free for this very pass.
     if (o.checkCancels) {
       for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
     }
-    // Cluster mode: the commands whose FfmpegCommand this pass made sure of. Only these start: one stored
-    // after that look may not have its resource yet, and its Job would have no owner.
-    let ensured: Set<string> | null = null;
-    if (this.options.ensureResource) {
-      ensured = new Set();
+    // Cluster mode: the commands whose FfmpegCommand this pass made sure of. Any other is made sure of
+    // before it starts: without its resource, its Job would have no owner.
+    const ensured = new Set<string>();
+    if (this.options.ensureResource && o.sweep) {
       for (const command of await this.options.commands.active()) {
         const state = await this.options.ensureResource(command);
         if (state === 'deleted') await this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
@@ -176,7 +193,7 @@ export class Reconciler {
     this.capacityFull = capacity !== null && capacityTaken(running, capacity);
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const command of await this.options.commands.overPlan()) {
+    for (const command of o.sweep ? await this.options.commands.overPlan() : []) {
       await this.fail(
         { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
         ErrorStatus.PLAN_LIMIT_EXCEEDED,
@@ -192,19 +209,27 @@ export class Reconciler {
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit) this.kick();
     for (const id of admitted) {
-      if (ensured && !ensured.has(id)) {
-        this.kick(); // the next pass makes sure of its resource first
+      const candidate = candidates.find((c) => c.id === id)!;
+      if (this.options.ensureResource && !ensured.has(id) && (await this.options.ensureResource(candidate)) === 'deleted') {
+        // The sweep stops it, as it stops every command whose resource was deleted.
+        this.sweepDue = true;
+        this.kick();
         continue;
       }
-      // The pass reads light rows; a command about to start needs its steps and outputs.
-      const command = await this.options.commands.findById(id);
-      if (command?.status !== CommandStatus.QUEUED) continue;
-      const patch = { status: CommandStatus.PROCESSING, startedAt: this.clock(), currentStep: 0, attempt: 1 };
-      await this.options.commands.update(command.id, { ...patch, processingStage: ProcessingStage.DOWNLOADING });
+      // The pass reads light rows; the started command's row has its steps and outputs.
+      const startedAt = this.clock();
+      const command = await this.options.commands.startQueued(id, {
+        status: CommandStatus.PROCESSING,
+        startedAt,
+        currentStep: 0,
+        attempt: 1,
+        processingStage: ProcessingStage.DOWNLOADING,
+      });
+      if (!command) continue;
       this.options.onCommandChanged?.(command.id);
       this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
-      this.options.metrics?.commandAdmitted(candidates.find((c) => c.id === id)!.plan, secondsSince(command.createdAt, patch.startedAt));
-      await this.startStep({ ...command, ...patch });
+      this.options.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
+      await this.startStep(command);
     }
   }
 
@@ -312,14 +337,26 @@ export class Reconciler {
   private async applyResult(ref: JobRef, event: Extract<RunnerEvent, { type: 'result' }>, prepared: PreparedResult): Promise<void> {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
     // result (its events go with the Job) instead of losing it. If the command could not be read,
-    // the Job goes too, and the next pass runs the step again as a lost one.
+    // the Job goes too, and a later pass runs the step again as a lost one.
     try {
       if (prepared.readError) throw prepared.readError;
       // A late result (an earlier attempt's, or of a command that ended) changes nothing.
       if (prepared.command) await this.recordResult(ref, prepared.command, event, prepared.problem);
     } finally {
-      await this.options.backend.deleteJob(ref.name);
+      this.deleteFinishedJob(ref.name);
     }
+  }
+
+  /**
+   * Outside the serialised section: the pass this result asked for (a vCPU is free) does not wait for
+   * the deletion (in cluster mode a request to the API server, tens of milliseconds under load).
+   */
+  private deleteFinishedJob(name: string): void {
+    const deletion = this.options.backend
+      .deleteJob(name)
+      .catch((err: unknown) => this.options.logger.warn({ err, job: name }, 'could not delete a finished job'))
+      .finally(() => this.jobDeletions.delete(deletion));
+    this.jobDeletions.add(deletion);
   }
 
   /** `command` was read before the serialised section: a success is stored only if its step still runs. */

@@ -58,7 +58,7 @@ class RecordingEngineMetrics implements EngineMetrics {
   }
 }
 
-async function fixture() {
+async function fixture(o: { resyncMs?: number } = {}) {
   const database = await openTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'ffop-engine-metrics-'));
   const plans = new PlansRepo(database.db);
@@ -86,7 +86,7 @@ async function fixture() {
     clock: () => now,
     maxAttempts: 1,
     workDir: dir,
-    resyncMs: 3_600_000,
+    resyncMs: o.resyncMs ?? 3_600_000,
     metrics,
   });
   const submit = async (vcpus: number): Promise<string> => {
@@ -132,7 +132,7 @@ test('admitted with the plan and the wait since submission; a success with ffmpe
 });
 
 test('ends known only from light rows are measured too: INTERRUPTED (lost job) and PLAN_LIMIT_EXCEEDED', async () => {
-  const f = await fixture();
+  const f = await fixture({ resyncMs: 20 });
   try {
     await f.submit(1);
     await f.reconciler.reconcileOnce();
@@ -141,10 +141,11 @@ test('ends known only from light rows are measured too: INTERRUPTED (lost job) a
     await f.reconciler.reconcileOnce();
     assert.deepEqual(f.metrics.calls[1], ['ended', 'FAILED', 'INTERRUPTED', 0, 40]);
 
-    // The failure asked for a pass; passes asked for never overlap (a direct reconcileOnce() could).
+    // The resync looks for commands over a lowered plan (started only now: passes it asks for never
+    // overlap with the one the failure asked for, where a direct reconcileOnce() could).
     await f.plans.update('four', { maxVcpus: 2 });
     await f.submit(4);
-    f.reconciler.kick();
+    f.reconciler.start();
     await f.ended(2);
     assert.deepEqual(f.metrics.calls[2], ['ended', 'FAILED', 'PLAN_LIMIT_EXCEEDED', 0, 40]);
     assert.equal(f.metrics.calls.length, 3, 'every end is reported once');

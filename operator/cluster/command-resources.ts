@@ -109,7 +109,10 @@ export class CommandResources {
   }
 
   /** Level-triggered: creates a missing resource, or reports that the user deleted it. */
-  async ensure(command: ActiveCommand, commands: CommandsRepo): Promise<'present' | 'created' | 'deleted'> {
+  async ensure(
+    command: Pick<ActiveCommand, 'id' | 'resourceCreatedAt'>,
+    commands: CommandsRepo,
+  ): Promise<'present' | 'created' | 'deleted'> {
     if (this.watch?.informer.get(command.id, this.namespace)) return 'present';
     if (command.resourceCreatedAt) {
       // The watch may lag behind the API that just created it: only the API server's 404 means deleted.
