@@ -1,6 +1,7 @@
 // Cluster mode's API: the same HTTP app, with PostgreSQL, S3 (or a shared local folder in tests),
 // and a dispatch that turns each stored command into an FfmpegCommand resource. It runs nothing
 // itself: the operator does. Polls and lists are served from the database, never from Kubernetes.
+import { KeepAliveKubeConfig } from '../core/k8s/keep-alive-kubeconfig.ts';
 import type { AddressInfo } from 'node:net';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { ServerType } from '@hono/node-server';
@@ -48,7 +49,8 @@ export async function startClusterApi(
 ): Promise<{ url: string; metricsUrl: string | null; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
   const accounts = new AccountsRepo(o.database.db);
   const commands = new CommandsRepo(o.database.db);
-  const customObjects = o.kubeconfig.makeApiClient(CustomObjectsApi);
+  // Connections to the API server are kept and reused (keep-alive-kubeconfig.ts).
+  const customObjects = KeepAliveKubeConfig.of(o.kubeconfig).makeApiClient(CustomObjectsApi);
   const dispatch = (commandId: string) => {
     // The answer does not wait: a resource that fails to appear here is created by the operator's resync.
     void (async () => {

@@ -7,6 +7,7 @@ import { COMMAND_CANCEL_CHANNEL, CommandsRepo } from '../core/commands/commands-
 import type { Database } from '../core/db/database.ts';
 import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { LEADER_LEASE } from '../core/k8s/names.ts';
+import { KeepAliveKubeConfig } from '../core/k8s/keep-alive-kubeconfig.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes-backend.ts';
 import { CommandResources } from './cluster/command-resources.ts';
@@ -56,8 +57,10 @@ export interface RunningOperator {
 
 export function startOperator(o: OperatorOptions): RunningOperator {
   const logger = o.logger.child({ operator: o.identity });
+  // Connections to the API server are kept and reused (keep-alive-kubeconfig.ts).
+  const kubeconfig = KeepAliveKubeConfig.of(o.kubeconfig);
   const leadership = electLeader({
-    kubeconfig: o.kubeconfig,
+    kubeconfig,
     namespace: o.namespace,
     name: LEADER_LEASE,
     identity: o.identity,
@@ -73,10 +76,10 @@ export function startOperator(o: OperatorOptions): RunningOperator {
   const leading = leadership.acquired.then(async () => {
     if (stopped) return;
     const commands = new CommandsRepo(o.database.db);
-    const commandResources = new CommandResources({ kubeconfig: o.kubeconfig, namespace: o.namespace, logger });
+    const commandResources = new CommandResources({ kubeconfig, namespace: o.namespace, logger });
     resources = commandResources;
     backend = new KubernetesBackend({
-      kubeconfig: o.kubeconfig,
+      kubeconfig,
       namespace: o.namespace,
       events: new JobEventsRepo(o.database.db),
       watchEvents: (onNew) => o.database.listen(JOB_EVENT_CHANNEL, onNew, onNew),
