@@ -10,6 +10,7 @@
 //     activeDeadlineSeconds) kills the process group: SIGTERM, then SIGKILL after the grace period;
 //     then reports the final status and removes the pod with gracePeriodSeconds 0.
 // Only the pod's first container is run; init containers, probes, volumes and restarts are not.
+import { KeepAliveKubeConfig } from '../../core/k8s/keep-alive-kubeconfig.ts';
 import { spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { CoordinationV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
@@ -85,8 +86,10 @@ interface PodRun {
 export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent> {
   const { kubeconfig, nodeName, namespace } = opts;
   const logger: AgentLogger = opts.logger ?? silentLogger;
-  const core = kubeconfig.makeApiClient(CoreV1Api);
-  const coordination = kubeconfig.makeApiClient(CoordinationV1Api);
+  // Like the kubelet, which keeps its connection to the API server.
+  const keptAlive = KeepAliveKubeConfig.of(kubeconfig);
+  const core = keptAlive.makeApiClient(CoreV1Api);
+  const coordination = keptAlive.makeApiClient(CoordinationV1Api);
   const stopping = new AbortController();
   const runs = new Map<string, PodRun>();
   /** Uids of pods with a bind or grace-0 delete in flight, so repeated events do not repeat it. */
