@@ -79,9 +79,12 @@ COPY --from=build /src/dist /app/dist
 COPY --from=seccomp /seccomp.bpf /app/seccomp.bpf
 
 # MALLOC_ARENA_MAX: glibc's default of 8 malloc arenas per core kept about 10 MiB more resident in the
-# service under load, for no speed we could measure.
+# service under load, for no speed we could measure. Fixed MMAP and TRIM thresholds (glibc otherwise
+# raises them as the process runs) give freed memory back to the system: about 20 MiB less.
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_TRIM_THRESHOLD_=1048576 \
     FFMPEG_PATH=/usr/bin/ffmpeg \
     FFPROBE_PATH=/usr/bin/ffprobe \
     FFOP_SECCOMP_PROGRAM=/app/seccomp.bpf

@@ -266,7 +266,7 @@ export interface ServiceProcess {
 }
 
 /** What scripts/start-embedded.sh and the images set for the service's process (and the operator's). */
-export const SERVICE_PROCESS_ENV = { MALLOC_ARENA_MAX: '2' };
+export const SERVICE_PROCESS_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_TRIM_THRESHOLD_: '1048576' };
 
 /**
  * The service in a child process, with its own data folder and database: as `npm start` runs it
