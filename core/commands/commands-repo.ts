@@ -8,8 +8,9 @@ import { CommandStatus } from './command-status.ts';
 
 export type CommandRow = typeof commands.$inferSelect;
 export type NewCommandRow = typeof commands.$inferInsert;
-
+/** The table's columns by property name (insert reads back those a row leaves out). */
 const COMMAND_COLUMNS = getTableColumns(commands);
+
 /** A step of a command as one attempt runs it (a job). */
 export type RunningStep = { commandId: string; step: number; attempt: number };
 export type { FileRow, NewFileRow } from '../files/files-repo.ts';
@@ -84,10 +85,10 @@ export class CommandsRepo {
     this.db = db;
   }
 
-  /** Stores a new command; returns it as stored (defaults filled in). */
   /**
-   * Reads back only the columns the row leaves to the database (seq, created_at, defaults): reading the
-   * others back parsed its JSON columns again and cost about a third of a submit's insert.
+   * Stores a new command; returns it as stored (defaults filled in). Reads back only the columns the
+   * row leaves to the database (seq, created_at, defaults): reading the others back parsed its JSON
+   * columns again and cost about a third of a submit's insert.
    */
   async insert(row: NewCommandRow): Promise<CommandRow> {
     const leftOut = Object.entries(COMMAND_COLUMNS).filter(([key]) => row[key as keyof NewCommandRow] === undefined);
