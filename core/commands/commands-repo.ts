@@ -3,7 +3,7 @@
 import { and, asc, desc, eq, getTableColumns, inArray, isNotNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
-import { commands, files, type CommandProgress } from '../db/schema.ts';
+import { commands, files } from '../db/schema.ts';
 import { CommandStatus } from './command-status.ts';
 
 export type CommandRow = typeof commands.$inferSelect;
@@ -212,20 +212,11 @@ export class CommandsRepo {
   }
 
   /**
-   * Stores the progress of a step if that step still runs (its command PROCESSING, at that step and
-   * attempt), in one cheap statement: a late event changes nothing. True when stored.
+   * Stores the stage a step reached and its progress, if that step still runs (its command PROCESSING,
+   * at that step and attempt), in one cheap statement: a late report changes nothing. True when stored.
    */
-  async recordProgress(step: RunningStep, progress: CommandProgress): Promise<boolean> {
-    return this.updateRunningStep(step, { progress });
-  }
-
-  /** Stores the stage a step reached, under the same condition as recordProgress. True when stored. */
-  async recordStage(step: RunningStep, processingStage: ProcessingStage): Promise<boolean> {
-    return this.updateRunningStep(step, { processingStage });
-  }
-
-  private async updateRunningStep(step: RunningStep, patch: Partial<NewCommandRow>): Promise<boolean> {
-    const stored = await this.db.update(commands).set(patch).where(isRunning(step)).returning({ id: commands.id });
+  async recordStepState(step: RunningStep, state: Pick<NewCommandRow, 'processingStage' | 'progress'>): Promise<boolean> {
+    const stored = await this.db.update(commands).set(state).where(isRunning(step)).returning({ id: commands.id });
     return stored.length > 0;
   }
 
@@ -265,7 +256,7 @@ export class CommandsRepo {
   }
 
   /**
-   * Records a finished step, if it still runs (as recordStage): its output files and the command's
+   * Records a finished step, if it still runs (as recordStepState): its output files and the command's
    * next state, together. False when the command moved on meanwhile (cancelled): nothing is stored.
    */
   async completeStep(step: RunningStep, outputs: NewFileRow[], patch: Partial<NewCommandRow>): Promise<boolean> {

@@ -15,14 +15,16 @@ import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
 import { storedProgress } from '../commands/progress.ts';
-import type { CommandProgress } from '../db/schema.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
+import { StepStateWrites, type StepState } from './step-state-writes.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
 /** Progress alone changes a command's mirrored state (its FfmpegCommand status) at most this often. */
 const PROGRESS_MIRROR_MS = 2000;
+/** A step's stage and progress reach its command at most this late (UPLOADING at once): see step-state-writes.ts. */
+const STEP_STATE_DELAY_MS = 250;
 
 export interface ReconcilerOptions {
   commands: CommandsRepo;
@@ -46,6 +48,8 @@ export interface ReconcilerOptions {
   resyncMs?: number;
   /** Prometheus metrics: commands admitted and ended. */
   metrics?: EngineMetrics;
+  /** How long a step's stage and progress may be held before they are written (tests); default STEP_STATE_DELAY_MS. */
+  stepStateDelayMs?: number;
 }
 
 export class Reconciler {
@@ -61,29 +65,36 @@ export class Reconciler {
   private cancelsAsked = true;
   /** The resync is due: the next pass sweeps (see reconcileOnce). The first pass always does. */
   private sweepDue = true;
-  /** Progress is stored outside the serialised section; stop() waits for these writes. */
-  private readonly progressWrites = new Set<Promise<void>>();
+  /** Stages and progress are stored outside the serialised section; stop() writes what is held and waits. */
+  private readonly stepStates: StepStateWrites;
   /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
   private readonly jobDeletions = new Set<Promise<void>>();
-  /** Jobs whose progress is being written, each with the newest progress waiting for its turn (one write per job at a time). */
-  private readonly progressWaiting = new Map<string, CommandProgress | null>();
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
 
   constructor(o: ReconcilerOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
+    this.stepStates = new StepStateWrites({
+      write: (ref, state) => o.commands.recordStepState(ref, state),
+      stored: (ref, state) => this.stepStateStored(ref, state),
+      delayMs: o.stepStateDelayMs ?? STEP_STATE_DELAY_MS,
+      logger: o.logger,
+    });
     // A result is prepared before the serialised section (reading its command, copying a playlist's
     // files into storage), so slow preparation does not hold up other commands' transitions. Events
     // of one Job stay in order: only its last one, the result, can take long.
     o.backend.subscribe((ref, event) => {
       if (event.type === 'progress') {
-        this.recordProgress(ref, event);
+        const progress = storedProgress(event);
+        if (progress !== null && !this.stopped) this.stepStates.report(ref, { progress });
         return;
       }
       if (event.type === 'stage') {
-        if (!this.stopped) void this.serial(() => this.applyStage(ref, event.stage));
+        // Every step starts at DOWNLOADING: it is recorded when the step is started.
+        if (event.stage !== ProcessingStage.DOWNLOADING && !this.stopped) this.stepStates.report(ref, { processingStage: event.stage });
         return;
       }
+      this.stepStates.forget(ref);
       void this.prepare(ref, event).then((prepared) => {
         if (!this.stopped) void this.serial(() => this.applyResult(ref, event, prepared));
       });
@@ -140,7 +151,7 @@ export class Reconciler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.queue;
-    await Promise.all([...this.progressWrites, ...this.jobDeletions]);
+    await Promise.all([this.stepStates.flush(), ...this.jobDeletions]);
   }
 
   private serial(work: () => Promise<void>): Promise<void> {
@@ -321,19 +332,6 @@ export class Reconciler {
     return runsStep(await this.options.commands.findById(ref.commandId), ref);
   }
 
-  private async applyStage(ref: JobRef, stage: ProcessingStage): Promise<void> {
-    // Every step starts at DOWNLOADING: it is recorded when the step is started, so the runner's
-    // report of it would be a write that changes nothing.
-    if (stage === ProcessingStage.DOWNLOADING) return;
-    // One conditional statement: events of an earlier attempt, or of an ended command, change nothing.
-    if (await this.options.commands.recordStage(ref, stage)) {
-      this.options.onCommandChanged?.(ref.commandId);
-      this.log({ id: ref.commandId }).info({ step: ref.step, stage }, 'stage');
-      // Past ffmpeg: if it was the last step, its share of the capacity is free (see admission.ts).
-      if (stage === ProcessingStage.UPLOADING) this.kick();
-    }
-  }
-
   private async applyResult(ref: JobRef, event: Extract<RunnerEvent, { type: 'result' }>, prepared: PreparedResult): Promise<void> {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
     // result (its events go with the Job) instead of losing it. If the command could not be read,
@@ -486,31 +484,16 @@ export class Reconciler {
     await this.fail(command, ErrorStatus.CANCELLED, message);
   }
 
-  /**
-   * Stores a step's progress outside the serialised section: one conditional UPDATE, so an event of an
-   * earlier step or attempt, or one after the end, changes nothing. The mirror (cluster mode: a write
-   * to the FfmpegCommand's status) follows at most every PROGRESS_MIRROR_MS per command.
-   */
-  private recordProgress(ref: JobRef, event: Extract<RunnerEvent, { type: 'progress' }>): void {
-    const progress = storedProgress(event);
-    if (progress === null || this.stopped) return;
-    // A write for this job runs: the newest progress goes next, so an older one never lands last.
-    if (this.progressWaiting.has(ref.name)) return void this.progressWaiting.set(ref.name, progress);
-    this.progressWaiting.set(ref.name, null);
-    const write: Promise<void> = this.writeProgress(ref, progress)
-      .catch((err: unknown) => this.options.logger.warn({ err, job: ref.name }, 'could not store progress'))
-      .finally(() => {
-        this.progressWaiting.delete(ref.name);
-        this.progressWrites.delete(write);
-      });
-    this.progressWrites.add(write);
-  }
-
-  private async writeProgress(ref: JobRef, first: CommandProgress): Promise<void> {
-    for (let progress: CommandProgress | null = first; progress !== null; progress = this.progressWaiting.get(ref.name) ?? null) {
-      this.progressWaiting.set(ref.name, null);
-      const stored = await this.options.commands.recordProgress(ref, progress);
-      if (stored && this.options.onCommandChanged && this.progressMirror.allow(ref.commandId)) this.options.onCommandChanged(ref.commandId);
+  /** A step's stage or progress was stored (see step-state-writes.ts). */
+  private stepStateStored(ref: JobRef, state: StepState): void {
+    if (state.processingStage !== undefined) {
+      this.options.onCommandChanged?.(ref.commandId);
+      this.log({ id: ref.commandId }).info({ step: ref.step, stage: state.processingStage }, 'stage');
+      // Past ffmpeg: if it was the last step, its share of the capacity is free (see admission.ts).
+      if (state.processingStage === ProcessingStage.UPLOADING) this.kick();
+    } else if (this.options.onCommandChanged && this.progressMirror.allow(ref.commandId)) {
+      // Progress alone: the mirror (cluster mode: a write to the FfmpegCommand's status) follows at most every PROGRESS_MIRROR_MS.
+      this.options.onCommandChanged(ref.commandId);
     }
   }
 
