@@ -1,9 +1,7 @@
 // UPLOADING: every declared output is checked, probed and PUT to its presigned URL. Playlists and
 // OUTPUT_FOLDER travel as one zip each (their file names are only known once ffmpeg has run).
-import { createReadStream } from 'node:fs';
 import { lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { Readable } from 'node:stream';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { OutputResult, StepOutput } from '../core/jobs/step-spec.ts';
 import { zipFiles } from '../core/archive/zip-files.ts';
@@ -12,6 +10,7 @@ import type { FileProber } from '../core/media/file-prober.ts';
 import { unknownMedia } from '../core/media/unknown-media.ts';
 import { INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { StepFailure } from './step-failure.ts';
+import { putFile } from './put-file.ts';
 
 /** Files under `base` (relative paths), with their size and modification time. */
 export async function listFiles(base: string, skipTopLevel: string[] = []): Promise<Map<string, string>> {
@@ -128,15 +127,7 @@ async function nonEmptySize(path: string, output: StepOutput): Promise<number> {
 
 async function put(output: StepOutput, path: string, size: number, contentType: string, signal: AbortSignal): Promise<void> {
   try {
-    const res = await fetch(output.uploadUrl, {
-      method: 'PUT',
-      body: Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>,
-      headers: { 'content-length': String(size), 'content-type': contentType },
-      signal,
-      duplex: 'half',
-    } as RequestInit);
-    await res.body?.cancel();
-    if (!res.ok) throw new Error(`storage answered HTTP ${res.status}`);
+    await putFile(output.uploadUrl, path, { size, contentType, signal });
   } catch (err) {
     throw new StepFailure(ErrorStatus.OUTPUT_UPLOAD_FAILED, `could not store ${output.alias}: ${(err as Error).message}`);
   }
