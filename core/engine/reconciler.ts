@@ -48,8 +48,6 @@ export interface ReconcilerOptions {
   resyncMs?: number;
   /** Prometheus metrics: commands admitted and ended. */
   metrics?: EngineMetrics;
-  /** How long a step's stage and progress may be held before they are written (tests); default STEP_STATE_DELAY_MS. */
-  stepStateDelayMs?: number;
 }
 
 export class Reconciler {
@@ -77,7 +75,7 @@ export class Reconciler {
     this.stepStates = new StepStateWrites({
       write: (ref, state) => o.commands.recordStepState(ref, state),
       stored: (ref, state) => this.stepStateStored(ref, state),
-      delayMs: o.stepStateDelayMs ?? STEP_STATE_DELAY_MS,
+      delayMs: STEP_STATE_DELAY_MS,
       logger: o.logger,
     });
     // A result is prepared before the serialised section (reading its command, copying a playlist's
