@@ -678,8 +678,10 @@ test('a plan lowered after submission is looked for by sweeps only: the first pa
   try {
     g.reconciler.start(); // the first pass sweeps, finding nothing
     await new Promise((r) => setTimeout(r, 50));
-    const big = await g.submit(g.a, 3);
+    // Lowered first: a resync between the submit and the update would start the command under the old plan.
+    // Passes that do not sweep leave it QUEUED (it is not admissible), so only a sweep can fail it.
     await g.plans.update('four', { maxVcpus: 2 });
+    const big = await g.submit(g.a, 3);
     assert.equal((await g.eventually(big, (r) => r.status === 'FAILED')).errorStatus, 'PLAN_LIMIT_EXCEEDED');
   } finally {
     await g.close();
