@@ -260,16 +260,34 @@ export class CommandsRepo {
    * next state, together. False when the command moved on meanwhile (cancelled): nothing is stored.
    */
   async completeStep(step: RunningStep, outputs: NewFileRow[], patch: Partial<NewCommandRow>): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      const updated = await tx.update(commands).set(patch).where(isRunning(step)).returning({ id: commands.id });
-      if (updated.length === 0) return false;
-      for (const file of outputs) {
-        // Upsert: a step that ran again after a restart overwrites its earlier record.
-        await tx.insert(files).values(file).onConflictDoUpdate({ target: files.id, set: file });
-      }
-      return true;
-    });
+    // One statement, not a transaction of four round trips (BEGIN, the update, the insert, COMMIT):
+    // the files are inserted only if the update found the step still running.
+    const update = this.db.update(commands).set(patch).where(isRunning(step)).returning({ id: commands.id });
+    const result = await this.db.execute(sql`
+      with step as (${update.getSQL()}), stored as (${insertFilesIf(sql`exists (select 1 from step)`, outputs)})
+      select count(*)::int as updated from step`);
+    return rowsOf<{ updated: number }>(result)[0].updated > 0;
   }
+}
+
+const FILE_COLUMNS = getTableColumns(files);
+
+/**
+ * Upserts `rows` (a step that ran again after a restart overwrites its earlier record) when `condition`
+ * holds, as one INSERT ... SELECT from the rows as JSON. The columns are those the rows give (a column
+ * one row gives is null in the others); the rest keep their defaults.
+ */
+function insertFilesIf(condition: SQL, rows: NewFileRow[]): SQL {
+  if (rows.length === 0) return sql`select 1`;
+  const given = new Set(rows.flatMap((row) => Object.entries(row).flatMap(([key, value]) => (value === undefined ? [] : [key]))));
+  const keys = [...given] as (keyof NewFileRow)[];
+  const names = keys.map((key) => sql.identifier(FILE_COLUMNS[key].name));
+  const json = JSON.stringify(rows.map((row) => Object.fromEntries(keys.map((key) => [FILE_COLUMNS[key].name, row[key] ?? null]))));
+  const updates = names.filter((_, i) => keys[i] !== 'id').map((name) => sql`${name} = excluded.${name}`);
+  return sql`insert into files (${sql.join(names, sql`, `)})
+    select ${sql.join(names, sql`, `)} from jsonb_populate_recordset(null::files, ${json}::jsonb) where ${condition}
+    on conflict (id) do update set ${sql.join(updates, sql`, `)}
+    returning id`;
 }
 
 /** The command is PROCESSING, at this step and attempt. */

@@ -36,3 +36,40 @@ test('completeStep stores the outputs and the next state only for the running st
     await database.close();
   }
 });
+
+test('completeStep stores each output as given, and a step that ran again overwrites its earlier record', async () => {
+  const database = await openTestDatabase();
+  try {
+    const caller = await newCaller(new AccountsRepo(database.db), 'owner', 'pro');
+    const commands = new CommandsRepo(database.db);
+    const row = testCommandRow(caller);
+    await commands.insert({ ...row, status: 'PROCESSING', currentStep: 0, attempt: 1 });
+    const media = { mime_type: 'video/mp4', duration: 3.2, width: 160, height: 120, streams: [{ codec: 'h264', tags: { a: "it's" } }] };
+    const file = testOutputRow(caller, row.id, { sizeBytes: 2 ** 40 + 3, media: media as never });
+    // A folder output: fields the file above does not give, and a null one.
+    const folder = testOutputRow(caller, row.id, {
+      alias: 'OUTPUT_FOLDER',
+      fileName: 'output_folder.zip',
+      sizeBytes: 300,
+      fileCount: 3,
+      sizeCompressedBytes: 120,
+      originalFileUrl: null,
+    });
+    const step = { commandId: row.id, step: 0, attempt: 1 };
+    assert.equal(await commands.completeStep(step, [file, folder], { processingStage: null }), true);
+
+    const stored = new Map((await commands.outputFiles(row.id)).map((f) => [f.id, f]));
+    for (const given of [file, folder]) {
+      const found = stored.get(given.id)!;
+      for (const [key, value] of Object.entries(given)) assert.deepEqual(found[key as keyof typeof found], value, key);
+      assert.equal(found.isDeleted, false, 'a default kept');
+    }
+    assert.equal(stored.get(file.id)!.fileCount, null, 'a column only the other row gives');
+
+    await commands.completeStep(step, [{ ...file, sizeBytes: 7, media: null }], { processingStage: null });
+    const again = (await commands.outputFiles(row.id)).find((f) => f.id === file.id)!;
+    assert.deepEqual([again.sizeBytes, again.media], [7, null]);
+  } finally {
+    await database.close();
+  }
+});
