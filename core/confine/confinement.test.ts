@@ -3,6 +3,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, lstat, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -43,6 +44,19 @@ async function run(
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   return { code, stdout, stderr };
+}
+
+/** `pid` and every process under it, from /proc. */
+function processTree(pid: number): number[] {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return [pid, ...children.flatMap(processTree)];
+}
+
+/** From /proc/PID/stat: its name, session and controlling terminal (0: none). */
+function processInfo(pid: number): { name: string; session: number; tty: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), session: Number(fields[3]), tty: Number(fields[4]) };
 }
 
 describe('bubblewrap confinement', () => {
@@ -193,6 +207,30 @@ describe('bubblewrap confinement', () => {
       assert.doesNotMatch(out.stdout, /PATH=/);
     },
   );
+
+  test('a session of its own: no controlling terminal, ranked at the niceness it was started with', { timeout: 30_000 }, async () => {
+    const script = 'cat /dev/tty; echo ready; exec sleep 30';
+    const command = confinement.prepare({ program: '/bin/sh', args: ['-c', script], folder, writable: true, uid, limits: LIMITS });
+    const child = spawnPrepared(command, 10);
+    try {
+      let stderr = '';
+      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      await new Promise<void>((resolve) => child.stdout!.on('data', (c: Buffer) => c.toString().includes('ready') && resolve()));
+      await new Promise((r) => setTimeout(r, 100)); // the exec into sleep
+      assert.match(stderr, /No such device or address/, 'no terminal to write into');
+      const tree = processTree(child.pid!).map((pid) => ({ pid, ...processInfo(pid) }));
+      const sleeper = tree.find((p) => p.name === 'sleep');
+      assert.ok(sleeper, JSON.stringify(tree));
+      for (const p of tree) assert.deepEqual([p.session, p.tty], [child.pid, 0], `${p.name} (${p.pid})`);
+      assert.notEqual(processInfo(process.pid).session, child.pid);
+      // Without autogroup scheduling the nice values rank processes directly (tested in session-priority.test.ts).
+      if (existsSync('/proc/self/autogroup')) {
+        assert.match(readFileSync(`/proc/${sleeper.pid}/autogroup`, 'utf8'), / nice 10\n$/);
+      }
+    } finally {
+      process.kill(-child.pid!, 'SIGKILL');
+    }
+  });
 
   test('a process it leaves behind dies with it', { timeout: 60_000 }, async () => {
     await sh('sleep 987654 & echo started');

@@ -6,8 +6,10 @@
 // the risk, 'pod' for a runner pod that cannot create namespaces.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, lstatSync, openSync, readlinkSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { prlimitArgs, type ProcessLimits } from './limits.ts';
+import { setSessionNiceness } from './session-priority.ts';
 
 export interface ConfinedRequest {
   /** 'ffmpeg', 'ffprobe', or an absolute path. */
@@ -101,7 +103,9 @@ export class BwrapConfinement implements Confinement {
       // Without root the namespaces need a user namespace; inside it the program keeps our uid.
       ...(this.options.asRoot ? ['--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID'] : ['--unshare-user', '--cap-drop', 'ALL']),
       '--die-with-parent',
-      '--new-session', // no controlling terminal: no TIOCSTI into ours
+      // No --new-session: spawnPrepared already starts a session of its own, which has no controlling
+      // terminal (and the seccomp filter refuses TIOCSTI); staying in it keeps the sandbox in the
+      // session group whose CPU priority spawnPrepared sets.
       ...this.systemMounts,
       ...programMount(r.program),
       ...(this.options.mountProc === false ? [] : ['--proc', '/proc']),
@@ -199,19 +203,22 @@ export class Unconfined implements Confinement {
 }
 
 /**
- * Starts a prepared command in its own process group (so a timeout can kill all it started), stdout
- * and stderr piped, stdin closed. The inherited files are opened for this child only and closed
- * again in the parent once it has them.
+ * Starts a prepared command in a session and process group of its own (so a timeout can kill all it
+ * started, and it has no controlling terminal), stdout and stderr piped, stdin closed, at `niceness`
+ * (default: ours) for the session too (session-priority.ts). The inherited files are opened for this
+ * child only and closed again in the parent once it has them.
  */
-export function spawnPrepared(command: PreparedCommand): ChildProcess {
+export function spawnPrepared(command: PreparedCommand, niceness = getPriority()): ChildProcess {
   const fds = command.inheritFiles.map((path) => openSync(path, 'r'));
   try {
-    return spawn(command.program, command.args, {
+    const child = spawn(command.program, command.args, {
       cwd: command.cwd,
       env: command.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe', ...fds],
     });
+    setSessionNiceness(child.pid, niceness);
+    return child;
   } finally {
     for (const fd of fds) closeSync(fd);
   }

@@ -51,8 +51,13 @@ async function runnerPids(workRoot: string): Promise<number[]> {
     .map(Number);
   const runners: number[] = [];
   for (const pid of children) {
-    const environ = (await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')).split('\0');
-    if (environ.includes(`FFOP_WORK_ROOT=${workRoot}`)) runners.push(pid);
+    // Read while nice(1) execs node, the environment comes back empty: read it again.
+    let environ = '';
+    for (let attempt = 0; attempt < 5 && environ === ''; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 10));
+      environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+    }
+    if (environ.split('\0').includes(`FFOP_WORK_ROOT=${workRoot}`)) runners.push(pid);
   }
   return runners;
 }
@@ -92,7 +97,7 @@ async function threadNiceness(pid: number): Promise<number[]> {
   return values;
 }
 
-test('runners, every thread of them, run at a lower CPU priority than the service', async () => {
+test('runners, every thread of them and their session, run at a lower CPU priority than the service', async () => {
   const f = await localBackendFixture(true);
   try {
     const [ours] = await threadNiceness(process.pid);
@@ -110,6 +115,9 @@ test('runners, every thread of them, run at a lower CPU priority than the servic
     for (const pid of runners) {
       const values = await threadNiceness(pid);
       assert.deepEqual(new Set(values), new Set([Math.min(19, ours + 10)]), `runner ${pid}'s threads: ${values.join(' ')}`);
+      // Under autogroup scheduling its session (a group of its own) is ranked by the group's value.
+      const group = await readFile(`/proc/${pid}/autogroup`, 'utf8').catch(() => null);
+      if (group !== null) assert.match(group, / nice 10\n$/, `runner ${pid}'s session`);
     }
   } finally {
     await f.close();

@@ -10,6 +10,7 @@ import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
 import type { UidPool } from '../confine/uid-pool.ts';
+import { setSessionNiceness } from '../confine/session-priority.ts';
 
 // Compiled (dist/), the runner is compiled too and starts with plain node; from the sources (tests,
 // development) it runs through tsx like this module.
@@ -23,7 +24,8 @@ const KILL_GRACE_MS = 5000;
 /**
  * Runners (and the ffmpeg they start) run at a lower CPU priority than the service, so requests,
  * admissions and results are not held up behind encodes on the same cores. ffmpeg loses nothing
- * when the service is idle. Through nice(1): every thread of the runner starts at that priority.
+ * when the service is idle. Through nice(1): every thread of the runner starts at that priority; and
+ * for the runner's session too, which would otherwise be ranked as nice 0 (session-priority.ts).
  */
 const RUNNER_NICENESS = 10;
 
@@ -117,6 +119,7 @@ export class LocalProcessBackend implements JobBackend {
         ...(uid === undefined ? {} : { FFOP_SANDBOX_UID: String(uid) }),
       },
     });
+    setSessionNiceness(child.pid, RUNNER_NICENESS);
     const runner: RunnerProcess = { child, stderrTail: '', startError: null, job: null, jobsTaken: 0 };
     if (uid !== undefined) child.once('close', () => this.opts.uids?.release(uid));
     child.once('error', (err) => (runner.startError = err));
