@@ -1,7 +1,6 @@
 // The HTTP app factory: everything it needs is passed in, so tests build it without a socket.
 import { PlanRefusal } from '../core/accounts/plan-refusal.ts';
-import { Hono, type MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
+import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../core/commands/commands-repo.ts';
@@ -13,6 +12,7 @@ import { AuthFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-lim
 import type { Storage } from '../core/storage/storage.ts';
 import type { AppEnv } from './auth.ts';
 import { v1Gate } from './v1-gate.ts';
+import { limitBody } from './body-limit.ts';
 import { commandRoutes, type CommandRoutesDeps } from './routes/commands.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { dashboardRoutes } from './dashboard/dashboard-routes.ts';
@@ -83,16 +83,10 @@ export function createApp(d: AppDeps): Hono {
   if (d.metrics && d.metricsEndpoint) app.route('/', metricsRoute(d.metrics, d.metricsEndpoint.token));
 
   const api = new Hono<AppEnv>();
-  const limitBody: MiddlewareHandler<AppEnv> = bodyLimit({
-    maxSize: d.maxBodyBytes ?? 1024 * 1024,
-    // The unread rest of the body makes the connection unusable: tell the client not to reuse it.
-    onError: (c) =>
-      c.json({ detail: `Request body too large (limit ${d.maxBodyBytes ?? 1024 * 1024} bytes)` }, 413, { connection: 'close' }),
-  });
   api.use(
     '/v1/*',
     v1Gate({
-      limitBody,
+      limitBody: limitBody(d.maxBodyBytes ?? 1024 * 1024),
       authFailures: new AuthFailureLimit({ ...(d.authFailures ?? DEFAULT_AUTH_FAILURE_LIMIT), trustedProxies: d.trustedProxies }),
       accounts: d.accounts,
       rateLimit: new RateLimit(),
