@@ -2,7 +2,8 @@
 //   poll     GET /v1/commands/{id} with a valid key, wrk on loopback at 8 and 32 connections, against
 //            the thinnest Hono route on @hono/node-server answering the same JSON (bare-hono-server.ts).
 //            Only 200 answers count; the account is on a plan whose rate limit does not bind.
-//   burst    1,000 cheap commands submitted by 20 concurrent clients, with 4 clients polling meanwhile:
+//   burst    1,000 cheap commands submitted by 20 concurrent clients, with 4 clients polling meanwhile
+//            (node:http on keep-alive connections, keep-alive-client.ts):
 //            submits per second, submit and poll latency.
 //   memory   the service's resident memory idle, and while those 1,000 commands wait.
 // The service runs as `npm start` runs it (compiled, own process), on PGlite, or on PostgreSQL when
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
 import { procStatusKiB, quantile, reportRow } from './stats.ts';
+import { KeepAliveClient } from './keep-alive-client.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -128,7 +130,9 @@ try {
   }
   for (const row of pollRows) reportRow(row);
 
-  // 1,000 submits from 20 clients at once, 4 clients polling meanwhile.
+  // 1,000 submits from 20 clients at once, 4 clients polling meanwhile (keep-alive-client.ts says why not fetch).
+  const client = new KeepAliveClient(svc.url, svc.key);
+  const body = JSON.stringify(CHEAP);
   const submitMs: number[] = [];
   const pollMs: number[] = [];
   const ids: string[] = [];
@@ -146,25 +150,30 @@ try {
     while (submitting) {
       const target = ids[Math.floor(Math.random() * ids.length)] ?? id;
       const t0 = performance.now();
-      const res = await api.get(`/v1/commands/${target}`);
+      const res = await client.request('GET', `/v1/commands/${target}`);
       if (res.status === 200) pollMs.push(performance.now() - t0);
       await new Promise((r) => setTimeout(r, 20));
     }
   });
   let next = 0;
   const t0 = performance.now();
+  const clientCpu0 = process.cpuUsage();
   await Promise.all(
     Array.from({ length: 20 }, async () => {
       while (next++ < 1000) {
         const s0 = performance.now();
-        ids.push(await api.submit(CHEAP));
+        const res = await client.request('POST', '/v1/run-ffmpeg-command', body);
+        if (res.status !== 200) throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
+        ids.push(res.body.command_id);
         submitMs.push(performance.now() - s0);
       }
     }),
   );
   const burstSeconds = (performance.now() - t0) / 1000;
+  const clientCpu = process.cpuUsage(clientCpu0);
   submitting = false;
   await Promise.all(pollers);
+  client.close();
   const queuedRss = await rssMiB(svc.pid);
   clearInterval(sampler);
   console.log('');
@@ -175,6 +184,9 @@ try {
   console.log(
     `| polls meanwhile p50 / p99 (${pollMs.length} polls) ` +
       `| ${quantile(pollMs, 0.5).toFixed(0)} ms / ${quantile(pollMs, 0.99).toFixed(0)} ms |`,
+  );
+  console.log(
+    `| the load generator's own CPU (this process) | ${((clientCpu.user + clientCpu.system) / 1e4 / burstSeconds).toFixed(0)}% of a core |`,
   );
   console.log(
     `| service RSS idle / with 1,000 waiting (peak while submitting) ` +
