@@ -20,9 +20,10 @@ async function pollFixture() {
   const commands = new CommandsRepo(database.db);
   const filesRepo = new FilesRepo(database.db);
   let loads = 0;
-  const counted = new CommandsRepo(database.db);
-  counted.findWithOutputs = (id) => (loads++, commands.findWithOutputs(id));
-  const polls = await watchedPollCache(database, counted);
+  const counted = new CommandsRepo(database.pollReads);
+  const findWithOutputs = counted.findWithOutputs.bind(counted);
+  counted.findWithOutputs = (id) => (loads++, findWithOutputs(id));
+  const polls = await watchedPollCache(database, commands, { reads: counted });
   const accounts = new AccountsRepo(database.db);
   const owner = await newCaller(accounts, 'owner', 'pro');
   const stranger = await newCaller(accounts, 'stranger', 'pro');

@@ -3,7 +3,7 @@
 // process it runs in (this one, the operator, another API replica), makes the database notify the
 // change on commit (triggers of migration 0004), and the cache forgets what the notification names.
 import type { Database } from '../db/database.ts';
-import type { CommandsRepo, CommandWithOutputs, NewCommandRow } from './commands-repo.ts';
+import { CommandsRepo, type CommandWithOutputs, type NewCommandRow } from './commands-repo.ts';
 
 export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
 
@@ -124,9 +124,14 @@ export class PollCache {
   }
 }
 
-/** A poll cache kept current by the database's change notifications; `stop` ends the listening. */
-export async function watchedPollCache(database: Database, commands: CommandsRepo, o: PollCacheOptions = {}) {
+/**
+ * A poll cache kept current by the database's change notifications; `stop` ends the listening. New
+ * commands are written through `commands`; the polls' reads go through `reads`, by default on the
+ * database's handle for poll reads, ahead of the writes queued meanwhile (Database.pollReads).
+ */
+export async function watchedPollCache(database: Database, commands: CommandsRepo, o: PollCacheOptions & { reads?: CommandsRepo } = {}) {
   const cache = new PollCache(o);
+  const reads = o.reads ?? new CommandsRepo(database.pollReads);
   const stop = await database.listen(
     COMMAND_CHANGED_CHANNEL,
     (id) => cache.changed(id),
@@ -135,11 +140,11 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
   return {
     cache,
     /** The poll path's read. */
-    find: (accountId: string, id: string) => cache.read(accountId, id, () => commands.findWithOutputs(id)),
+    find: (accountId: string, id: string) => cache.read(accountId, id, () => reads.findWithOutputs(id)),
     /** A page of the account's commands, newest first (the list): ids from the database, the commands from memory where they are. */
     list: async (accountId: string, limit: number, offset: number): Promise<CommandWithOutputs[]> => {
-      const ids = await commands.listIds(accountId, limit, offset);
-      const found = await cache.readMany(accountId, ids, (missing) => commands.findManyWithOutputs(missing));
+      const ids = await reads.listIds(accountId, limit, offset);
+      const found = await cache.readMany(accountId, ids, (missing) => reads.findManyWithOutputs(missing));
       return found.filter((value) => value !== null);
     },
     /** The submit path's write: the new command is kept for its polls. */

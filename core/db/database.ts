@@ -19,6 +19,11 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
 export interface Database {
   db: Db;
+  /**
+   * The same database for the poll path's reads, which someone waits on: they do not queue behind a
+   * burst's writes (PostgreSQL: a small pool of its own; PGlite: the lane of its queue that goes first).
+   */
+  pollReads: Db;
   driver: 'postgres' | 'pglite';
   /**
    * Calls `onNotify` with the payload of each notification on `channel` (sent by any process, after
@@ -47,23 +52,28 @@ export async function openDatabase(url: string): Promise<Database> {
 function openPostgres(url: string): Database {
   // onnotice: migrations' "already exists" notices are noise.
   const client = postgres(url, { max: 10, onnotice: () => {} });
+  const readers = postgres(url, { max: 2, onnotice: () => {} });
   return {
     db: drizzlePostgres(client, { schema }),
+    pollReads: drizzlePostgres(readers, { schema }),
     driver: 'postgres',
     listen: async (channel, onNotify, onResync) => {
       const subscription = await client.listen(channel, onNotify, onResync);
       return () => subscription.unlisten();
     },
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), readers.end({ timeout: 5 })]);
+    },
   };
 }
 
 async function openPglite(folder: string): Promise<Database> {
   if (folder === 'memory') {
     const client = await PGlite.create(PGLITE_OPTIONS);
-    takeTurnsWithRequests(client);
+    const ahead = takeTurnsWithRequests(client);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
+      pollReads: drizzlePglite(ahead, { schema }) as unknown as Db,
       driver: 'pglite',
       listen: pgliteListen(client),
       close: () => client.close(),
@@ -75,9 +85,10 @@ async function openPglite(folder: string): Promise<Database> {
   try {
     if (!(await exists(join(folder, 'PG_VERSION')))) await initPgliteFolder(folder);
     const client = await PGlite.create(folder, PGLITE_OPTIONS);
-    takeTurnsWithRequests(client);
+    const ahead = takeTurnsWithRequests(client);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
+      pollReads: drizzlePglite(ahead, { schema }) as unknown as Db,
       driver: 'pglite',
       listen: pgliteListen(client),
       close: async () => {

@@ -58,3 +58,53 @@ test('queries, exec and transactions keep their order and their results; a failu
     await client.close();
   }
 });
+
+test('the client it returns goes ahead of the queries waiting, on the same database', async () => {
+  const client = await PGlite.create();
+  try {
+    const ahead = takeTurnsWithRequests(client);
+    await client.exec('create table t (n int)');
+    const order: string[] = [];
+    const inserts = Array.from({ length: 20 }, (_, i) => client.query(`insert into t values (${i})`).then(() => order.push(`insert ${i}`)));
+    const read = ahead.query<{ n: number }>('select count(*)::int as n from t').then((r) => (order.push('read'), r.rows[0].n));
+    const seen = await read;
+    await Promise.all(inserts);
+    assert.ok(order.indexOf('read') <= 1, order.join(', '));
+    assert.equal(seen, order.indexOf('read'), 'it read what the inserts before it wrote');
+    assert.equal((await ahead.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n, 20);
+  } finally {
+    await client.close();
+  }
+});
+
+test('it never goes twice in a row while other queries wait: a flood of it leaves the others half the turns', async () => {
+  const client = await PGlite.create();
+  try {
+    const ahead = takeTurnsWithRequests(client);
+    const order: string[] = [];
+    const queries = Array.from({ length: 6 }, () => [
+      client.query('select 1').then(() => order.push('other')),
+      ahead.query('select 1').then(() => order.push('ahead')),
+      ahead.query('select 1').then(() => order.push('ahead')),
+    ]).flat();
+    await Promise.all(queries);
+    // The first other query was running when the rest came; then they alternate until the others are done.
+    assert.deepEqual(order.slice(0, 12), [
+      'other',
+      'ahead',
+      'other',
+      'ahead',
+      'other',
+      'ahead',
+      'other',
+      'ahead',
+      'other',
+      'ahead',
+      'other',
+      'ahead',
+    ]);
+    assert.deepEqual(order.slice(12), Array(6).fill('ahead'));
+  } finally {
+    await client.close();
+  }
+});
