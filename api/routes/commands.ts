@@ -147,12 +147,14 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
+      // Read before the request is recorded: once it is, the reconciler (woken by its notification as
+      // well as below) may end the command before a read after it, and the answer would not show the
+      // command as it was when the cancel was recorded.
+      const found = await d.commands.findWithOutputs(id);
       const outcome = await d.commands.requestCancel(id, c.get('caller').account.id, d.clock());
-      if (!outcome) return c.json({ detail: 'Command not found' }, 404);
+      if (!outcome || !found) return c.json({ detail: 'Command not found' }, 404);
       if (!outcome.requested) return c.json({ detail: `command ${id} has already ended (${outcome.endedWith})` }, 409);
       d.cancelRequested?.(id);
-      const found = await d.commands.findWithOutputs(id);
-      if (!found) return c.json({ detail: 'Command not found' }, 404);
       return c.json(await commandRecord(found.row, found.files, d.storage, d.clock()), 202);
     },
   );
