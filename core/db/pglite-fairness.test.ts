@@ -25,21 +25,24 @@ async function mostQueriesPerTurn(client: PGlite, count: number): Promise<number
   return most;
 }
 
-test('queued queries let the event loop turn between them: a request is not kept waiting behind all of them', async () => {
+/** A fresh in-memory PGlite with its queries queued; `ahead` is the client whose queries go first. */
+async function withQueuedClient(body: (client: PGlite, ahead: PGlite) => Promise<void>): Promise<void> {
   const client = await PGlite.create();
   try {
-    takeTurnsWithRequests(client);
-    const most = await mostQueriesPerTurn(client, 40);
-    assert.ok(most <= 1, `${most} of 40 queries ran within one turn of the event loop`);
+    await body(client, takeTurnsWithRequests(client));
   } finally {
     await client.close();
   }
-});
+}
 
-test('queries, exec and transactions keep their order and their results; a failure does not stop the queue', async () => {
-  const client = await PGlite.create();
-  try {
-    takeTurnsWithRequests(client);
+test('queued queries let the event loop turn between them: a request is not kept waiting behind all of them', () =>
+  withQueuedClient(async (client) => {
+    const most = await mostQueriesPerTurn(client, 40);
+    assert.ok(most <= 1, `${most} of 40 queries ran within one turn of the event loop`);
+  }));
+
+test('queries, exec and transactions keep their order and their results; a failure does not stop the queue', () =>
+  withQueuedClient(async (client) => {
     await client.exec('create table t (n int)');
     const order: string[] = [];
     await Promise.all([
@@ -54,15 +57,10 @@ test('queries, exec and transactions keep their order and their results; a failu
       client.query<{ n: number }>('select n from t order by n').then((r) => order.push(`read ${r.rows.map((x) => x.n).join(',')}`)),
     ]);
     assert.deepEqual(order, ['insert 1', 'failed', 'transaction', 'read 1,2,3']);
-  } finally {
-    await client.close();
-  }
-});
+  }));
 
-test('the client it returns goes ahead of the queries waiting, on the same database', async () => {
-  const client = await PGlite.create();
-  try {
-    const ahead = takeTurnsWithRequests(client);
+test('the client it returns goes ahead of the queries waiting, on the same database', () =>
+  withQueuedClient(async (client, ahead) => {
     await client.exec('create table t (n int)');
     const order: string[] = [];
     const inserts = Array.from({ length: 20 }, (_, i) => client.query(`insert into t values (${i})`).then(() => order.push(`insert ${i}`)));
@@ -72,15 +70,10 @@ test('the client it returns goes ahead of the queries waiting, on the same datab
     assert.ok(order.indexOf('read') <= 1, order.join(', '));
     assert.equal(seen, order.indexOf('read'), 'it read what the inserts before it wrote');
     assert.equal((await ahead.query<{ n: number }>('select count(*)::int as n from t')).rows[0].n, 20);
-  } finally {
-    await client.close();
-  }
-});
+  }));
 
-test('it never goes twice in a row while other queries wait: a flood of it leaves the others half the turns', async () => {
-  const client = await PGlite.create();
-  try {
-    const ahead = takeTurnsWithRequests(client);
+test('it never goes twice in a row while other queries wait: a flood of it leaves the others half the turns', () =>
+  withQueuedClient(async (client, ahead) => {
     const order: string[] = [];
     const queries = Array.from({ length: 6 }, () => [
       client.query('select 1').then(() => order.push('other')),
@@ -89,22 +82,6 @@ test('it never goes twice in a row while other queries wait: a flood of it leave
     ]).flat();
     await Promise.all(queries);
     // The first other query was running when the rest came; then they alternate until the others are done.
-    assert.deepEqual(order.slice(0, 12), [
-      'other',
-      'ahead',
-      'other',
-      'ahead',
-      'other',
-      'ahead',
-      'other',
-      'ahead',
-      'other',
-      'ahead',
-      'other',
-      'ahead',
-    ]);
+    assert.deepEqual(order.slice(0, 12), Array(6).fill(['other', 'ahead']).flat());
     assert.deepEqual(order.slice(12), Array(6).fill('ahead'));
-  } finally {
-    await client.close();
-  }
-});
+  }));
