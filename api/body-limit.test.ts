@@ -40,40 +40,38 @@ async function limitedServer() {
   };
 }
 
-test('a body up to the limit reaches the route whole, with a Content-Length or chunked', async () => {
+/** Runs `body` against a fresh limited server, closed afterwards. */
+async function withLimitedServer(body: (s: Awaited<ReturnType<typeof limitedServer>>) => Promise<void>): Promise<void> {
   const s = await limitedServer();
   try {
+    await body(s);
+  } finally {
+    await s.close();
+  }
+}
+
+test('a body up to the limit reaches the route whole, with a Content-Length or chunked', () =>
+  withLimitedServer(async (s) => {
     for (const how of ['content-length', 'chunked'] as const) {
       for (const size of [0, 1, LIMIT]) {
         const res = await s.post(size, how);
         assert.deepEqual([res.status, JSON.parse(res.body)], [200, { read: size }], `${size} bytes, ${how}`);
       }
     }
-  } finally {
-    await s.close();
-  }
-});
+  }));
 
-test('a Content-Length over the limit is refused from the header: 413, connection closed, route not run', async () => {
-  const s = await limitedServer();
-  try {
+test('a Content-Length over the limit is refused from the header: 413, connection closed, route not run', () =>
+  withLimitedServer(async (s) => {
     const res = await s.post(LIMIT + 1, 'content-length');
     assert.equal(res.status, 413);
     assert.equal(res.connection, 'close');
     assert.deepEqual(JSON.parse(res.body), { detail: `Request body too large (limit ${LIMIT} bytes)` });
     assert.equal(s.routeCalls(), 0);
-  } finally {
-    await s.close();
-  }
-});
+  }));
 
-test('a chunked body is counted as it is read: over the limit it is a 413', async () => {
-  const s = await limitedServer();
-  try {
+test('a chunked body is counted as it is read: over the limit it is a 413', () =>
+  withLimitedServer(async (s) => {
     const res = await s.post(LIMIT + 1, 'chunked');
     assert.equal(res.status, 413);
     assert.match(JSON.parse(res.body).detail, /too large \(limit 1000 bytes\)/);
-  } finally {
-    await s.close();
-  }
-});
+  }));

@@ -49,16 +49,16 @@ export function takeTurnsWithRequests(client: PGlite): PGlite {
   const query = client.query.bind(client);
   const exec = client.exec.bind(client);
   const transaction = client.transaction.bind(client);
-  const inTurn = queued(behind);
-  client.query = ((...args: Parameters<typeof query>) => inTurn(() => query(...args))) as typeof client.query;
-  client.exec = (...args: Parameters<typeof exec>) => inTurn(() => exec(...args));
-  client.transaction = ((...args: Parameters<typeof transaction>) => inTurn(() => transaction(...args))) as typeof client.transaction;
-
+  /** Makes `target`'s query methods run `client`'s through `lane`. */
+  const routeThrough = (target: PGlite, lane: Waiting[]): void => {
+    const enqueue = queued(lane);
+    target.query = ((...args: Parameters<typeof query>) => enqueue(() => query(...args))) as typeof client.query;
+    target.exec = (...args: Parameters<typeof exec>) => enqueue(() => exec(...args));
+    target.transaction = ((...args: Parameters<typeof transaction>) => enqueue(() => transaction(...args))) as typeof client.transaction;
+  };
+  routeThrough(client, behind);
   // The same client underneath (its other members through the prototype), with its own query methods.
-  const first = queued(ahead);
   const aheadClient = Object.create(client) as PGlite;
-  aheadClient.query = ((...args: Parameters<typeof query>) => first(() => query(...args))) as typeof client.query;
-  aheadClient.exec = (...args: Parameters<typeof exec>) => first(() => exec(...args));
-  aheadClient.transaction = ((...args: Parameters<typeof transaction>) => first(() => transaction(...args))) as typeof client.transaction;
+  routeThrough(aheadClient, ahead);
   return aheadClient;
 }
