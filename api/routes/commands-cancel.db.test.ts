@@ -24,7 +24,7 @@ function cancelRoutes(database: Database, commands: CommandsRepo, dir: string, n
   const routes = commandRoutes({
     commands,
     readCommand: async () => null,
-    insertCommand: async (row) => void (await commands.insert(row)),
+    insertCommand: async (row, quotas) => void (await commands.insert(row, quotas)),
     listCommands: async () => [],
     quotas: new Quotas(new FilesRepo(database.db), () => now),
     storage: new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: 'http://127.0.0.1:9', signingKey: 'k'.repeat(32) }),

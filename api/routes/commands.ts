@@ -1,6 +1,12 @@
 import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
-import { listRowOf, type CommandsRepo, type CommandWithOutputs, type NewCommandRow } from '../../core/commands/commands-repo.ts';
+import {
+  listRowOf,
+  type CommandsRepo,
+  type CommandWithOutputs,
+  type NewCommandQuotas,
+  type NewCommandRow,
+} from '../../core/commands/commands-repo.ts';
 import type { Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { hasEnded } from '../../core/commands/command-status.ts';
@@ -21,8 +27,8 @@ export interface CommandRoutesDeps {
   readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
   /** A page of the account's commands, newest first, with their outputs (a watched poll cache's `list`). */
   listCommands: (accountId: string, limit: number, offset: number) => Promise<CommandWithOutputs[]>;
-  /** Stores a new command (through the poll cache, which keeps it for the first polls). */
-  insertCommand: (row: NewCommandRow) => Promise<void>;
+  /** Stores a new command within its account's quotas (through the poll cache, which keeps it for the first polls). */
+  insertCommand: (row: NewCommandRow, quotas: NewCommandQuotas) => Promise<void>;
   quotas: Quotas;
   storage: Storage;
   /** Hands new work to the reconciler (embedded) or creates the FfmpegCommand (cluster). */
@@ -91,8 +97,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
 
   async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
     const row = build();
-    await d.quotas.checkNewCommand(c.get('caller').account);
-    await d.insertCommand(row);
+    await d.quotas.storeNewCommand(c.get('caller').account, (quotas) => d.insertCommand(row, quotas));
     d.dispatch(row.id);
     return c.json({ command_id: row.id }, 200);
   }

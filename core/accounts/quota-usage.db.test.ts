@@ -12,7 +12,7 @@ import { rowsOf } from '../db/migrate.ts';
 import { commands, files } from '../db/schema.ts';
 import { openTestDatabase } from '../db/testing/test-database.ts';
 import type { Database } from '../db/database.ts';
-import { FilesRepo } from '../files/files-repo.ts';
+import { FilesRepo, quotaUsageSql } from '../files/files-repo.ts';
 import { FileStatus, StoreType } from '../files/file-status.ts';
 import { AccountsRepo } from './accounts-repo.ts';
 import { newCaller } from './testing/new-caller.ts';
@@ -49,7 +49,10 @@ async function usageFixture() {
   async function check(what: string) {
     for (const caller of callers) {
       const id = caller.account.id;
-      const usage = await filesRepo.usage(id, NOVEMBER);
+      const [row] = rowsOf<{ stored: number; processed: number }>(
+        await database.db.execute(quotaUsageSql(id, NOVEMBER.toISOString().slice(0, 10))),
+      );
+      const usage = { storedBytes: Number(row.stored), processedBytes: Number(row.processed) };
       assert.equal(await filesRepo.storageUsedBytes(id), usage.storedBytes, what);
       assert.deepEqual(usage, await summedUsage(database, id, NOVEMBER), `${what} (account ${caller.account.name})`);
     }

@@ -50,7 +50,11 @@ async function quotaFixture() {
       sizeBytes,
       isDeleted: extra.isDeleted ?? false,
     });
-  return { database, quotas: new Quotas(files, () => NOW), caller, processed, stored };
+  const quotas = new Quotas(files, () => NOW);
+  /** A new command through the submit path: stored only within the quotas. */
+  const submit = () => quotas.storeNewCommand(account, async (limits) => void (await commands.insert(testCommandRow(caller), limits)));
+  const queued = async () => (await commands.active()).length;
+  return { database, quotas, caller, processed, stored, submit, queued };
 }
 
 test('a new command is refused once this month has processed the quota; earlier months do not count', async () => {
@@ -58,12 +62,13 @@ test('a new command is refused once this month has processed the quota; earlier 
   try {
     await f.processed(4000, new Date('2026-10-31T23:59:59Z'));
     await f.processed(4999, new Date('2026-11-01T00:00:00Z'));
-    await f.quotas.checkNewCommand(f.caller.account);
+    await f.submit();
     await f.processed(1, new Date('2026-11-20T00:00:00Z'));
     await assert.rejects(
-      f.quotas.checkNewCommand(f.caller.account),
+      f.submit(),
       (err: Error) => err instanceof PlanRefusal && /processing quota exceeded: 0\.000 GB processed this month/.test(err.message),
     );
+    assert.equal(await f.queued(), 1, 'the refused command was not stored');
   } finally {
     await f.database.close();
   }
@@ -75,13 +80,11 @@ test('a new command is refused when stored files fill the storage quota; deleted
     await f.stored(600);
     await f.stored(5000, { isDeleted: true });
     await f.stored(5000, { status: 'FAILED' });
-    await f.quotas.checkNewCommand(f.caller.account);
+    await f.submit();
     await assert.rejects(f.quotas.checkStorage(f.caller.account, 401), /storage quota exceeded/);
     await f.stored(400);
-    await assert.rejects(
-      f.quotas.checkNewCommand(f.caller.account),
-      (err: Error) => err instanceof PlanRefusal && /storage quota exceeded/.test(err.message),
-    );
+    await assert.rejects(f.submit(), (err: Error) => err instanceof PlanRefusal && /storage quota exceeded/.test(err.message));
+    assert.equal(await f.queued(), 1, 'the refused command was not stored');
   } finally {
     await f.database.close();
   }

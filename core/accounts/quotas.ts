@@ -1,6 +1,7 @@
 // Storage and processing quotas by plan. A request that would go past one answers 403 naming it.
 import type { Account } from './accounts-repo.ts';
 import type { FilesRepo } from '../files/files-repo.ts';
+import { QuotaUsedUp, type NewCommandQuotas } from '../commands/commands-repo.ts';
 
 import { PlanRefusal } from './plan-refusal.ts';
 
@@ -20,11 +21,27 @@ export class Quotas {
     this.refuseStorage(account, await this.files.storageUsedBytes(account.id), extraBytes);
   }
 
-  /** A new command: this month's processing quota must have room, and storage for its outputs. One read. */
-  async checkNewCommand(account: Account): Promise<void> {
-    const usage = await this.files.usage(account.id, this.monthStart());
-    this.refuseProcessing(account, usage.processedBytes);
-    this.refuseStorage(account, usage.storedBytes, 0);
+  /**
+   * Stores a new command through `insert` (CommandsRepo.insert) if this month's processing quota has
+   * room, and storage for its outputs: checked by the statement that stores it, so a submit makes one
+   * round trip. Refused, nothing is stored and the refusal names the quota.
+   */
+  async storeNewCommand(account: Account, insert: (quotas: NewCommandQuotas) => Promise<void>): Promise<void> {
+    const quotas: NewCommandQuotas = {
+      accountId: account.id,
+      month: this.monthStart().toISOString().slice(0, 10),
+      storageQuotaBytes: account.plan.storageQuotaBytes,
+      processingQuotaBytesPerMonth: account.plan.processingQuotaBytesPerMonth,
+    };
+    try {
+      await insert(quotas);
+    } catch (err) {
+      if (err instanceof QuotaUsedUp) {
+        this.refuseProcessing(account, err.usage.processedBytes);
+        this.refuseStorage(account, err.usage.storedBytes, 0);
+      }
+      throw err;
+    }
   }
 
   private refuseStorage(account: Account, used: number, extraBytes: number): void {

@@ -3,7 +3,7 @@
 // process it runs in (this one, the operator, another API replica), makes the database notify the
 // change on commit (triggers of migration 0004), and the cache forgets what the notification names.
 import type { Database } from '../db/database.ts';
-import { CommandsRepo, type CommandWithOutputs, type NewCommandRow } from './commands-repo.ts';
+import { CommandsRepo, type CommandWithOutputs, type NewCommandQuotas, type NewCommandRow } from './commands-repo.ts';
 
 export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
 
@@ -148,7 +148,8 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
       return found.filter((value) => value !== null);
     },
     /** The submit path's write: the new command is kept for its polls. */
-    insert: (row: NewCommandRow) => cache.created(row.id, async () => ({ row: await commands.insert(row), files: [] })),
+    insert: (row: NewCommandRow, quotas?: NewCommandQuotas) =>
+      cache.created(row.id, async () => ({ row: await commands.insert(row, quotas), files: [] })),
     stop,
   };
 }

@@ -1,8 +1,7 @@
 // Stored files: command outputs, files stored from a URL, direct uploads. Reads a client can trigger
 // are scoped by account, so another account's ids behave exactly like unknown ones.
-import { and, desc, eq, inArray, isNull, lt, ne, or, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
-import { rowsOf } from '../db/migrate.ts';
 import { accountStorage, files } from '../db/schema.ts';
 import { FileStatus, StoreType } from './file-status.ts';
 
@@ -110,17 +109,22 @@ export class FilesRepo {
       .where(eq(accountStorage.accountId, accountId));
     return Number(row?.bytes ?? 0);
   }
+}
 
-  /**
-   * Both quota figures in one read: bytes the account stores, and bytes its commands created since
-   * `since` (the start of a UTC month) processed. Running sums kept by triggers (migration 0006).
-   */
-  async usage(accountId: string, since: Date): Promise<{ storedBytes: number; processedBytes: number }> {
-    const month = since.toISOString().slice(0, 10);
-    const result = await this.db.execute(sql`select
-      (select stored_bytes from account_storage where account_id = ${accountId})::float8 as stored,
-      (select processed_bytes from account_monthly_processing where account_id = ${accountId} and month = ${month})::float8 as processed`);
-    const [row] = rowsOf<{ stored: number | null; processed: number | null }>(result);
-    return { storedBytes: Number(row?.stored ?? 0), processedBytes: Number(row?.processed ?? 0) };
-  }
+/** The two figures the quotas limit: bytes an account stores, and bytes its commands of a month processed. */
+export interface QuotaUsage {
+  storedBytes: number;
+  processedBytes: number;
+}
+
+/**
+ * Both quota figures of an account in one row (`stored`, `processed`): bytes it stores (live files, plus
+ * announced sizes of uploads in progress) and bytes its commands created in `month` processed (its
+ * first day, yyyy-mm-dd). Running sums kept by triggers (migration 0006). New commands check them in
+ * the statement that stores them (CommandsRepo.insert).
+ */
+export function quotaUsageSql(accountId: string, month: string): SQL {
+  return sql`select
+    coalesce((select stored_bytes from account_storage where account_id = ${accountId}), 0)::float8 as stored,
+    coalesce((select processed_bytes from account_monthly_processing where account_id = ${accountId} and month = ${month}::date), 0)::float8 as processed`;
 }
