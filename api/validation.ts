@@ -5,6 +5,7 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
+import { EventLoopTurns } from './event-loop-turns.ts';
 
 export interface ErrorItem {
   loc: (string | number)[];
@@ -106,7 +107,14 @@ function checkJsonValues(value: unknown, loc: (string | number)[]): void {
   }
 }
 
-/** Reads and validates a JSON body. Malformed JSON, other content types and non-object bodies are 422s like FastAPI's. */
+/** Bodies are parsed and checked one per event-loop turn (event-loop-turns.ts says why). */
+const BODY_TURNS = new EventLoopTurns();
+
+/**
+ * Reads and validates a JSON body. Malformed JSON, other content types and non-object bodies are 422s
+ * like FastAPI's. It resolves in a turn of the event loop of its own, which the route's synchronous
+ * work right after (a submit's command line) shares.
+ */
 export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S): Promise<v.InferOutput<S>> {
   const notAnObject = () =>
     invalid(['body'], 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type');
@@ -119,6 +127,7 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S)
   } catch (err) {
     throw decodeError(err);
   }
+  await BODY_TURNS.take();
   // Before parsing: the checks below and the schema walk the value recursively.
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
     throw new RequestInvalid([
