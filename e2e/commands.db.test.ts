@@ -246,6 +246,31 @@ describe('commands, embedded mode', () => {
     assert.equal(record.status, 'SUCCESS');
   });
 
+  test('quotas: once a command has used up a quota, the next submit is a 403 naming it and stores nothing', async () => {
+    const plans = new PlansRepo(svc.service.database.db);
+    const limits = { maxVcpus: 4, maxCommandRunSeconds: 300, requestsPerMinute: 1000, privateFiles: false };
+    // A byte of each: the first command's output uses up the quota.
+    await plans.create({ name: 'one-byte-processing', ...limits, storageQuotaBytes: 1e9, processingQuotaBytesPerMonth: 1 });
+    await plans.create({ name: 'one-byte-storage', ...limits, storageQuotaBytes: 1, processingQuotaBytesPerMonth: 1e9 });
+    const body = { ffmpeg_command: '-f lavfi -i color=s=32x32:d=0.1 -frames:v 1 {{out_1}}', output_files: { out_1: 'a.png' } };
+    for (const [plan, words] of [
+      ['one-byte-processing', /processing quota exceeded/],
+      ['one-byte-storage', /storage quota exceeded/],
+    ] as const) {
+      const api = svc.client(await svc.newAccount(plan));
+      const first = await api.submit(body);
+      assert.equal((await api.waitForEnd(first)).record.status, 'SUCCESS');
+      const refused = await api.post('/v1/run-ffmpeg-command', body);
+      assert.equal(refused.status, 403, plan);
+      assert.match(refused.body.detail, words);
+      assert.deepEqual(
+        (await api.get('/v1/commands')).body.map((c: { command_id: string }) => c.command_id),
+        [first],
+        `${plan}: only the first command is stored`,
+      );
+    }
+  });
+
   test('admission: an account never runs more vCPUs than its plan; later commands wait, first in first out', async () => {
     const key = await svc.newAccount('free'); // max 4 vCPUs
     const api = svc.client(key);
