@@ -147,8 +147,8 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
       const found = await cache.readMany(accountId, ids, (missing) => reads.findManyWithOutputs(missing));
       return found.filter((value) => value !== null);
     },
-    /** The submit path's write: the new command is kept for its polls. */
-    insert: (row: NewCommandRow, quotas?: NewCommandQuotas) =>
+    /** The submit path's write, within the account's quotas: the new command is kept for its polls. */
+    insert: (row: NewCommandRow, quotas: NewCommandQuotas) =>
       cache.created(row.id, async () => ({ row: await commands.insert(row, quotas), files: [] })),
     stop,
   };
