@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { takeTurnsWithRequests } from './pglite-fairness.ts';
+import { readTypesAsText } from './pglite-text-types.ts';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -70,6 +71,7 @@ function openPostgres(url: string): Database {
 async function openPglite(folder: string): Promise<Database> {
   if (folder === 'memory') {
     const client = await PGlite.create(PGLITE_OPTIONS);
+    readTypesAsText(client);
     const ahead = takeTurnsWithRequests(client);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
@@ -85,6 +87,7 @@ async function openPglite(folder: string): Promise<Database> {
   try {
     if (!(await exists(join(folder, 'PG_VERSION')))) await initPgliteFolder(folder);
     const client = await PGlite.create(folder, PGLITE_OPTIONS);
+    readTypesAsText(client);
     const ahead = takeTurnsWithRequests(client);
     return {
       db: drizzlePglite(client, { schema }) as unknown as Db,
