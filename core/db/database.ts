@@ -1,6 +1,7 @@
 // Opens the database with either driver behind one drizzle type, and applies migrations.
 import { execFile } from 'node:child_process';
 import { access, mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,6 +16,7 @@ import * as schema from './schema.ts';
 import { acquireFolderLock } from './folder-lock.ts';
 import { applyMigrations } from './migrate.ts';
 import { PGLITE_OPTIONS } from './pglite-options.ts';
+import { mainPoolSize } from './postgres-pool.ts';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
@@ -52,7 +54,7 @@ export async function openDatabase(url: string): Promise<Database> {
 
 function openPostgres(url: string): Database {
   // onnotice: migrations' "already exists" notices are noise.
-  const client = postgres(url, { max: 10, onnotice: () => {} });
+  const client = postgres(url, { max: mainPoolSize(url, availableParallelism()), onnotice: () => {} });
   const readers = postgres(url, { max: 2, onnotice: () => {} });
   return {
     db: drizzlePostgres(client, { schema }),
