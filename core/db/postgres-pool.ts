@@ -1,10 +1,10 @@
 // How many connections a process's main pool opens to PostgreSQL. A server on this machine runs on
 // the same cores as the service: more statements at once than there are cores only wait for a core,
 // and every busy backend takes its share of CPU time from the service's event loop, which requests
-// then wait for. On 2 cores, 1,000 submits from 20 clients with PostgreSQL on loopback: a pool of 10
-// gave polls a p99 of 14-26 ms and submits 93-123 ms; a pool of 2 gave 12-14 and 71-89 ms, for 5-10%
-// fewer submits per second. A remote server keeps postgres.js's default of 10, which also covers the
-// network's round trips. `?max=N` in the URL says how many instead.
+// then wait for (on 2 cores, `npm run bench:api` on PostgreSQL: a pool of 2 instead of 10 took the
+// burst's submit p99 from 72-79 ms to 55-75 ms, for about 8% fewer submits per second). A remote
+// server keeps postgres.js's default of 10, which also covers the network's round trips. `?max=N` in
+// the URL says how many instead.
 
 export const REMOTE_POOL_SIZE = 10;
 
