@@ -39,6 +39,7 @@ test('without a host in the URL, PGHOST decides, as it does for postgres.js', ()
 test('max in the URL sets the size; anything but a whole number of 1 or more is refused, naming the setting', () => {
   assert.equal(mainPoolSize('postgres://u@127.0.0.1/db?max=7', 2, noEnv), 7);
   assert.equal(mainPoolSize('postgres://u@db.internal/db?sslmode=require&max=3', 2, noEnv), 3);
+  assert.equal(mainPoolSize('postgres://u@h1:5432,h2:5432/db?max=4', 2, noEnv), 4);
   for (const bad of ['0', '-1', '2.5', 'ten', '']) {
     assert.throws(
       () => mainPoolSize(`postgres://u@db.internal/db?max=${bad}`, 2, noEnv),

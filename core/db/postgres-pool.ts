@@ -10,18 +10,19 @@ export const REMOTE_POOL_SIZE = 10;
 
 /** The main pool's size for `url` on a machine with `cores` cores. Throws when the URL's `max` is not a positive integer. */
 export function mainPoolSize(url: string, cores: number, env: Record<string, string | undefined> = process.env): number {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return REMOTE_POOL_SIZE; // a form postgres.js reads but URL does not (several hosts): not one machine
-  }
-  const given = parsed.searchParams.get('max');
+  // Read apart from URL: postgres.js also takes several hosts (h1:5432,h2:5432), which URL refuses.
+  const given = new URLSearchParams(url.split('?')[1] ?? '').get('max');
   if (given !== null) {
     const max = Number(given);
     if (!Number.isSafeInteger(max) || max < 1)
       throw new Error(`FFOP_DATABASE_URL: max must be a whole number of connections (1 or more), got "${given}"`);
     return max;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return REMOTE_POOL_SIZE; // several hosts: not one machine
   }
   // No host in the URL: postgres.js takes PGHOST, else localhost.
   const host = parsed.hostname.replace(/^\[|\]$/g, '') || env.PGHOST || 'localhost';
