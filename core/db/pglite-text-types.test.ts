@@ -24,7 +24,7 @@ const EVERY_TYPE = sql`select '2026-11-27 10:00+00'::timestamptz as tz, '2026-11
   array['1 hour'::interval] as ia, array['2026-11-27'::date] as da,
   12345678901::int8 as big, '{"a": [1, "x"]}'::jsonb as doc, 1.25::float8 as f, true as b`;
 
-/** An in-memory database with the table, and `spy`'s record of the options each query reached PGlite with. */
+/** An in-memory database with the table, and the options each query reached PGlite with (recorded beneath readTypesAsText). */
 async function fixture(textTypes: boolean) {
   const client = await PGlite.create();
   const options: (Record<string, unknown> | undefined)[] = [];
