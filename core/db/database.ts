@@ -73,15 +73,7 @@ function openPostgres(url: string): Database {
 async function openPglite(folder: string): Promise<Database> {
   if (folder === 'memory') {
     const client = await PGlite.create(PGLITE_OPTIONS);
-    readTypesAsText(client);
-    const ahead = takeTurnsWithRequests(client);
-    return {
-      db: drizzlePglite(client, { schema }) as unknown as Db,
-      pollReads: drizzlePglite(ahead, { schema }) as unknown as Db,
-      driver: 'pglite',
-      listen: pgliteListen(client),
-      close: () => client.close(),
-    };
+    return pgliteDatabase(client, () => client.close());
   }
   await mkdir(folder, { recursive: true });
   // PGlite has no cross-process lock; a second process opening the folder would corrupt it.
@@ -89,22 +81,27 @@ async function openPglite(folder: string): Promise<Database> {
   try {
     if (!(await exists(join(folder, 'PG_VERSION')))) await initPgliteFolder(folder);
     const client = await PGlite.create(folder, PGLITE_OPTIONS);
-    readTypesAsText(client);
-    const ahead = takeTurnsWithRequests(client);
-    return {
-      db: drizzlePglite(client, { schema }) as unknown as Db,
-      pollReads: drizzlePglite(ahead, { schema }) as unknown as Db,
-      driver: 'pglite',
-      listen: pgliteListen(client),
-      close: async () => {
-        await client.close();
-        await lock.release();
-      },
-    };
+    return pgliteDatabase(client, async () => {
+      await client.close();
+      await lock.release();
+    });
   } catch (err) {
     await lock.release();
     throw err;
   }
+}
+
+/** An open PGlite as a Database: drizzle's text types set once, and polls' reads in the lane that goes first. */
+function pgliteDatabase(client: PGlite, close: () => Promise<void>): Database {
+  readTypesAsText(client); // before takeTurnsWithRequests wraps client.query
+  const ahead = takeTurnsWithRequests(client);
+  return {
+    db: drizzlePglite(client, { schema }),
+    pollReads: drizzlePglite(ahead, { schema }),
+    driver: 'pglite',
+    listen: pgliteListen(client),
+    close,
+  };
 }
 
 const exists = (path: string) =>
