@@ -45,6 +45,11 @@ interface Fixture {
   worker(o?: Partial<WebhookWorkerOptions>): Promise<WebhookWorker>;
   /** Waits until the delivery is no longer PENDING (or `until` holds), failing after 20 s. */
   settled(id: string, until?: (d: DeliveryRow) => boolean): Promise<DeliveryRow>;
+  /**
+   * The outcomes once the worker has reported `count` attempts. It reports each right after the write
+   * that records it commits, so a reader of the database can see the attempt a moment before the report.
+   */
+  reported(count: number): Promise<AttemptOutcome[]>;
 }
 
 async function fixture(t: TestContext, allow: string[]): Promise<Fixture> {
@@ -104,6 +109,12 @@ async function fixture(t: TestContext, allow: string[]): Promise<Fixture> {
         if (Date.now() > deadline) assert.fail(`delivery ${id} is still ${JSON.stringify(d)}`);
       }
     },
+    async reported(count) {
+      for (const deadline = Date.now() + 5_000; outcomes.length < count; await new Promise((r) => setTimeout(r, 10))) {
+        if (Date.now() > deadline) assert.fail(`the worker reported ${JSON.stringify(outcomes)}, not ${count} attempts`);
+      }
+      return outcomes;
+    },
   };
 }
 
@@ -128,7 +139,7 @@ test('a test delivery is signed, sent once, and logged DELIVERED with its attemp
   assert.equal(d.attempts[0].error, null);
   assert.equal(d.nextAttemptAt, null);
   assert.ok(d.finishedAt);
-  assert.deepEqual(f.outcomes, ['delivered']);
+  assert.deepEqual(await f.reported(1), ['delivered']);
 });
 
 test('a command that ends is announced with exactly its poll record, only to its own environment', async (t) => {
@@ -173,7 +184,7 @@ test('a 500 is retried after the schedule with the same id and bytes, then deliv
   assert.equal(r.received[0].headers['webhook-id'], r.received[1].headers['webhook-id']);
   assert.equal(r.received[0].body, r.received[1].body);
   for (const got of r.received) verify(newSecret!, got);
-  assert.deepEqual(f.outcomes, ['failed_attempt', 'delivered']);
+  assert.deepEqual(await f.reported(2), ['failed_attempt', 'delivered']);
 });
 
 test('an attempt that times out is retried', async (t) => {
@@ -203,7 +214,7 @@ test('past the end of the schedule the delivery gives up: FAILED, every attempt 
   assert.equal(d.nextAttemptAt, null);
   assert.ok(d.finishedAt);
   assert.equal(r.received.length, 3);
-  assert.deepEqual(f.outcomes, ['failed_attempt', 'failed_attempt', 'gave_up']);
+  assert.deepEqual(await f.reported(3), ['failed_attempt', 'failed_attempt', 'gave_up']);
 });
 
 test('restart: a worker stopped mid-send gives the delivery back and a new worker delivers it', async (t) => {
