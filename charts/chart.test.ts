@@ -15,6 +15,7 @@ import { metricsServerSettings, OPERATOR_METRICS_PORT } from '../core/metrics/me
 const ROOT = join(import.meta.dirname, '..');
 const CHART = join(ROOT, 'charts', 'ffmpeg-operator');
 const CONTROL_PLANE = join(ROOT, 'e2e', 'control-plane');
+const KUEUE_BUILD = join(ROOT, 'e2e', 'kueue', 'build.sh');
 const NS = 'ffop-chart-test';
 
 const REQUIRED = {
@@ -133,6 +134,10 @@ describe('the Helm chart', () => {
     // The Prometheus Operator's ServiceMonitor kind, so that the chart's ServiceMonitor is validated too.
     await kubectl(['apply', '--server-side', '-f', join(CONTROL_PLANE, 'fixtures', 'servicemonitor-crd-minimal.yaml')]);
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/servicemonitors.monitoring.coreos.com']);
+    // Kueue's CRDs (from its release, e2e/kueue/build.sh), so that the kueue mode's objects are validated too.
+    const kueueDir = (await ok('bash', [KUEUE_BUILD])).match(/^FFOP_KUEUE_BIN_DIR=(.*)$/m)![1];
+    await kubectl(['apply', '--server-side', '-f', join(kueueDir, 'manifests', 'crds')]);
+    await kubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', join(kueueDir, 'manifests', 'crds')]);
     await kubectl(['create', 'namespace', NS]);
   });
 
@@ -303,6 +308,148 @@ describe('the Helm chart', () => {
     assert.equal(metricsServerSettings(loadConfig(metricsEnvOf(deployment(off, '-operator'))), OPERATOR_METRICS_PORT), null);
   });
 
+  describe('Kueue mode (queueing.mode: kueue)', () => {
+    type Doc = { kind: string; apiVersion: string; metadata: { name: string; namespace?: string }; spec?: any; value?: number };
+    const KUEUE_MODE = { ...REQUIRED, 'queueing.mode': 'kueue' };
+    const render = async (values: Record<string, string>) =>
+      JSON.parse(JSON.stringify(loadAllYaml(await template(values)).filter(Boolean))) as Doc[];
+    const kueueDocs = (docs: Doc[]) => docs.filter((d) => d.apiVersion.startsWith('kueue.x-k8s.io/'));
+    const operatorEnv = (docs: Doc[]) =>
+      Object.fromEntries(
+        (docs.find((d) => d.kind === 'Deployment' && d.metadata.name.endsWith('-operator')) as unknown as V1Deployment)
+          .spec!.template.spec!.containers[0].env!.filter((e) => e.name.startsWith('FFOP_KUEUE_'))
+          .map((e) => [e.name, e.value]),
+      );
+
+    test('nothing of Kueue outside kueue mode', async () => {
+      const docs = await render(REQUIRED);
+      assert.deepEqual(kueueDocs(docs), []);
+      assert.deepEqual(operatorEnv(docs), {});
+    });
+
+    test('defaults: a LocalQueue, a ClusterQueue with the quotas, a ResourceFlavor, a class per plan; the operator gets their names', async () => {
+      const rendered = await template(KUEUE_MODE);
+      const docs = JSON.parse(JSON.stringify(loadAllYaml(rendered).filter(Boolean))) as Doc[];
+      const byKind = Object.fromEntries(
+        ['LocalQueue', 'ClusterQueue', 'ResourceFlavor', 'WorkloadPriorityClass'].map((k) => [
+          k,
+          kueueDocs(docs).filter((d) => d.kind === k),
+        ]),
+      );
+      assert.equal(kueueDocs(docs).length, 5);
+      const [localQueue] = byKind.LocalQueue;
+      assert.deepEqual(localQueue.metadata.namespace, NS);
+      assert.equal(localQueue.metadata.name, 'ffmpeg-operator');
+      assert.equal(localQueue.spec.clusterQueue, 'ffmpeg-operator');
+      const [clusterQueue] = byKind.ClusterQueue;
+      assert.equal(clusterQueue.metadata.name, 'ffmpeg-operator');
+      assert.deepEqual(clusterQueue.spec.namespaceSelector, { matchLabels: { 'kubernetes.io/metadata.name': NS } });
+      assert.equal(clusterQueue.spec.cohortName, undefined);
+      assert.equal(clusterQueue.spec.preemption, undefined);
+      assert.deepEqual(clusterQueue.spec.resourceGroups, [
+        {
+          coveredResources: ['cpu', 'memory', 'ephemeral-storage'],
+          flavors: [
+            {
+              name: 'ffmpeg-operator',
+              resources: [
+                { name: 'cpu', nominalQuota: '8' },
+                { name: 'memory', nominalQuota: '32Gi' },
+                { name: 'ephemeral-storage', nominalQuota: '1Ti' },
+              ],
+            },
+          ],
+        },
+      ]);
+      assert.deepEqual(
+        byKind.ResourceFlavor.map((d) => d.metadata.name),
+        ['ffmpeg-operator'],
+      );
+      assert.deepEqual(
+        byKind.WorkloadPriorityClass.map((d) => [d.metadata.name, d.value]),
+        [
+          ['ffmpeg-operator-free', 100],
+          ['ffmpeg-operator-pro', 1000],
+        ],
+      );
+      assert.deepEqual(operatorEnv(docs), {
+        FFOP_KUEUE_QUEUE_NAME: 'ffmpeg-operator',
+        FFOP_KUEUE_PRIORITY_CLASSES: 'free=ffmpeg-operator-free,pro=ffmpeg-operator-pro',
+      });
+      // Kueue's own CRDs accept them.
+      const out = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', NS, '-f', '-'], rendered);
+      for (const d of kueueDocs(docs)) assert.ok(out.includes(`${d.kind.toLowerCase()}.kueue.x-k8s.io/${d.metadata.name} created`), out);
+    });
+
+    test('custom quotas, cohort, preemption, names and plans', async () => {
+      const values = {
+        ...KUEUE_MODE,
+        'queueing.kueue.localQueue.name': 'media',
+        'queueing.kueue.clusterQueue.name': 'media-cq',
+        'queueing.kueue.clusterQueue.cpu': '64',
+        'queueing.kueue.clusterQueue.memory': '256Gi',
+        'queueing.kueue.clusterQueue.ephemeralStorage': '4Ti',
+        'queueing.kueue.clusterQueue.cohort': 'batch',
+        'queueing.kueue.clusterQueue.preemption.withinClusterQueue': 'LowerPriority',
+        'queueing.kueue.resourceFlavor.name': 'on-demand',
+        'queueing.kueue.priorityClasses.plans.business': '5000',
+        'queueing.kueue.priorityClasses.names.pro': 'gold',
+      };
+      const rendered = await template(values);
+      const docs = JSON.parse(JSON.stringify(loadAllYaml(rendered).filter(Boolean))) as Doc[];
+      const clusterQueue = docs.find((d) => d.kind === 'ClusterQueue')!;
+      assert.equal(clusterQueue.metadata.name, 'media-cq');
+      assert.equal(clusterQueue.spec.cohortName, 'batch');
+      assert.deepEqual(clusterQueue.spec.preemption, { withinClusterQueue: 'LowerPriority' });
+      assert.equal(clusterQueue.spec.resourceGroups[0].flavors[0].name, 'on-demand');
+      assert.deepEqual(
+        clusterQueue.spec.resourceGroups[0].flavors[0].resources.map((r: { nominalQuota: string }) => r.nominalQuota),
+        ['64', '256Gi', '4Ti'],
+      );
+      assert.equal(docs.find((d) => d.kind === 'LocalQueue')!.spec.clusterQueue, 'media-cq');
+      assert.deepEqual(
+        docs.filter((d) => d.kind === 'WorkloadPriorityClass').map((d) => [d.metadata.name, d.value]),
+        [
+          ['ffmpeg-operator-business', 5000],
+          ['ffmpeg-operator-free', 100],
+          ['gold', 1000],
+        ],
+      );
+      assert.deepEqual(operatorEnv(docs), {
+        FFOP_KUEUE_QUEUE_NAME: 'media',
+        FFOP_KUEUE_PRIORITY_CLASSES: 'business=ffmpeg-operator-business,free=ffmpeg-operator-free,pro=gold',
+      });
+      await kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', NS, '-f', '-'], rendered);
+    });
+
+    test('existing ClusterQueue, ResourceFlavor and classes: only the LocalQueue is made, pointing at them', async () => {
+      const docs = await render({
+        ...KUEUE_MODE,
+        'queueing.kueue.clusterQueue.create': 'false',
+        'queueing.kueue.clusterQueue.name': 'shared',
+        'queueing.kueue.resourceFlavor.create': 'false',
+        'queueing.kueue.resourceFlavor.name': 'default-flavor',
+        'queueing.kueue.priorityClasses.create': 'false',
+        'queueing.kueue.priorityClasses.names.free': 'low',
+        'queueing.kueue.priorityClasses.names.pro': 'high',
+      });
+      assert.deepEqual(
+        kueueDocs(docs).map((d) => `${d.kind}/${d.metadata.name}`),
+        ['LocalQueue/ffmpeg-operator'],
+      );
+      assert.equal(kueueDocs(docs)[0].spec.clusterQueue, 'shared');
+      assert.equal(operatorEnv(docs).FFOP_KUEUE_PRIORITY_CLASSES, 'free=low,pro=high');
+    });
+
+    test('an existing ClusterQueue or ResourceFlavor must be named', async () => {
+      for (const key of ['clusterQueue', 'resourceFlavor']) {
+        const r = await helm('template', 'x', CHART, ...sets({ ...KUEUE_MODE, [`queueing.kueue.${key}.create`]: 'false' }));
+        assert.notEqual(r.code, 0, key);
+        assert.match(r.stderr, new RegExp(`queueing\\.kueue\\.${key}\\.name is required when queueing\\.kueue\\.${key}\\.create is false`));
+      }
+    });
+  });
+
   describe('values.schema.json refuses wrong values with a clear message', () => {
     const { 'database.url': _, ...withoutDatabaseUrl } = REQUIRED;
     const cases: [string, string[], RegExp[]][] = [
@@ -336,6 +483,16 @@ describe('the Helm chart', () => {
         [/at '\/metrics\/serviceMonitor\/interval'/],
       ],
       ['a metrics port out of range', sets({ ...REQUIRED, 'metrics.operatorPort': '70000' }), [/at '\/metrics\/operatorPort'/]],
+      [
+        'a Kueue quota that is not a quantity',
+        sets({ ...REQUIRED, 'queueing.kueue.clusterQueue.cpu': 'lots' }),
+        [/at '\/queueing\/kueue\/clusterQueue\/cpu'/],
+      ],
+      [
+        'a priority class for a plan name the service refuses',
+        sets({ ...REQUIRED, 'queueing.kueue.priorityClasses.plans.Pro_Plan': '10' }),
+        [/invalid propertyName 'Pro_Plan'/, /'Pro_Plan' does not match pattern/],
+      ],
     ];
     for (const [what, args, messages] of cases) {
       test(what, async () => {
