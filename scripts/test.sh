@@ -40,6 +40,8 @@ FFOP_TEST_DATABASE_URL=$pg_url run "${dbtests[@]}" || status=1
 if [ "${FFOP_SKIP_CLUSTER_TESTS:-0}" != 1 ]; then
   echo "== cluster tests (kube-apiserver, kube-controller-manager, etcd; PostgreSQL)"
   bash e2e/control-plane/build.sh >/dev/null
+  # Kueue (the batch-admission controller) from its Go module, for the Kueue tests and the chart's Kueue objects.
+  bash e2e/kueue/build.sh >/dev/null
   mapfile -t clustertests < <(find crds charts e2e/cluster -name '*.test.ts' | sort)
   FFOP_TEST_DATABASE_URL=$pg_url run "${clustertests[@]}" || status=1
 fi
