@@ -5,9 +5,21 @@
 // runs the pods: Kueue decides on quota alone, and a finished pod is written as a kubelet would.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BatchV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type V1Job } from '@kubernetes/client-node';
+import { join } from 'node:path';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  dumpYaml,
+  loadAllYaml,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1Deployment,
+  type V1Job,
+} from '@kubernetes/client-node';
 import { startKueue, type Kueue } from '../kueue/kueue.ts';
-import { startCluster, type Cluster } from './cluster.ts';
+import { parseEnvText, runProcess, startCluster, type Cluster } from './cluster.ts';
 import { sleep } from './list-watch.ts';
 import { terminatedStatus } from './pod-status.ts';
 
@@ -15,6 +27,7 @@ const KUEUE = { group: 'kueue.x-k8s.io', version: 'v1beta2' };
 const QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
 const PRIORITY_LABEL = 'kueue.x-k8s.io/priority-class';
 const WAIT_MS = 60_000;
+const ROOT = join(import.meta.dirname, '..', '..');
 
 interface Condition {
   type: string;
@@ -234,4 +247,70 @@ test('a Job without the queue-name label is not Kueue’s: it is neither suspend
   });
   assert.notEqual((await readJob('unqueued')).spec?.suspend, true);
   assert.equal(await workloadOf('unqueued'), undefined);
+});
+
+test("the chart's Kueue objects (queueing.mode: kueue) admit a runner-shaped Job by its plan's class", async () => {
+  // The chart as a platform team would install it, with a quota of one runner at a time.
+  const built = parseEnvText((await runProcess('bash', [join(ROOT, 'e2e', 'control-plane', 'build.sh')])).stdout);
+  const rendered = await runProcess(join(built.FFOP_HELM_BIN_DIR, 'helm'), [
+    'template',
+    'ffop',
+    join(ROOT, 'charts', 'ffmpeg-operator'),
+    '-n',
+    cluster.namespace,
+    ...Object.entries({
+      'database.url': 'postgres://unused',
+      's3.endpoint': 'https://unused',
+      's3.bucket': 'unused',
+      's3.accessKey': 'unused',
+      's3.secretKey': 'unused',
+      'queueing.mode': 'kueue',
+      'queueing.kueue.clusterQueue.cpu': '1',
+    }).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+  ]);
+  assert.equal(rendered.code, 0, rendered.stderr);
+  const docs = loadAllYaml(rendered.stdout).filter(Boolean) as KubernetesObject[];
+  const kueueDocs = docs.filter((d) => d.apiVersion?.startsWith('kueue.x-k8s.io/'));
+  assert.deepEqual(kueueDocs.map((d) => d.kind).sort(), [
+    'ClusterQueue',
+    'LocalQueue',
+    'ResourceFlavor',
+    'WorkloadPriorityClass',
+    'WorkloadPriorityClass',
+  ]);
+  await cluster.applyYaml(kueueDocs.map((d) => dumpYaml(d)).join('---\n'));
+  const operator = docs.find((d) => d.kind === 'Deployment' && d.metadata?.name?.endsWith('-operator')) as V1Deployment;
+  const env = Object.fromEntries(operator.spec!.template.spec!.containers[0].env!.map((e) => [e.name, e.value]));
+  const classes = Object.fromEntries(env.FFOP_KUEUE_PRIORITY_CLASSES!.split(',').map((pair) => pair.split('=')));
+  const clusterQueue = docs.find((d) => d.kind === 'ClusterQueue')!.metadata!.name!;
+  await until('the chart’s ClusterQueue to be active', async () => {
+    const cq = (await custom.getClusterCustomObject({ ...KUEUE, plural: 'clusterqueues', name: clusterQueue })) as {
+      status?: { conditions?: Condition[] };
+    };
+    return condition(cq.status?.conditions, 'Active')?.status === 'True';
+  });
+
+  // As the operator makes a runner Job: a cpu request, and memory and disk limits (which Kueue counts as requests).
+  const runnerJob = (name: string, plan: string): V1Job => {
+    const job = jobManifest(name, classes[plan]);
+    job.metadata!.labels![QUEUE_LABEL] = env.FFOP_KUEUE_QUEUE_NAME!;
+    job.spec!.template.spec!.containers[0].resources = {
+      requests: { cpu: '1' },
+      limits: { cpu: '1', memory: '4608Mi', 'ephemeral-storage': '100Gi' },
+    };
+    return job;
+  };
+  await batch.createNamespacedJob({ namespace: cluster.namespace, body: runnerJob('runner-pro', 'pro') });
+  await waitAdmitted('runner-pro');
+  const admitted = (await workloadOf('runner-pro'))! as Workload & {
+    status: { admission: { clusterQueue: string; podSetAssignments: { flavors: Record<string, string> }[] } };
+  };
+  assert.equal(admitted.status.admission.clusterQueue, clusterQueue);
+  assert.deepEqual(Object.keys(admitted.status.admission.podSetAssignments[0].flavors).sort(), ['cpu', 'ephemeral-storage', 'memory']);
+  assert.equal(admitted.spec.priority, 1000);
+
+  await batch.createNamespacedJob({ namespace: cluster.namespace, body: runnerJob('runner-free', 'free') });
+  const waiting = await waitPendingForQuota('runner-free');
+  assert.equal(waiting.spec.priority, 100);
+  assert.ok(await suspended('runner-free'));
 });
