@@ -8,8 +8,10 @@
 #
 #   e2e/node/sandbox.sh <command> [args...]
 #
-# The node's address is $FFOP_NODE_IP (10.213.0.1, on a bridge with no ports); pods get addresses on
-# a CNI bridge (e2e/node/start.sh) and reach the node's address through their gateway.
+# The first node's address is $FFOP_NODE_IP (10.213.0.1, on a bridge with no ports); more nodes add
+# theirs to the same bridge (10.213.0.N) and their names to the sandbox's /etc/hosts. Pods get
+# addresses on a CNI bridge per node (e2e/node/start.sh) and reach every node's address through their
+# gateway.
 set -euo pipefail
 
 if [[ "${FFOP_NODE_SANDBOX:-}" != 1 ]]; then
@@ -34,6 +36,22 @@ for key in vm/overcommit_memory kernel/panic kernel/panic_on_oops kernel/keys/ro
   cat "/proc/sys/$key" >"$copy"
   mount --bind "$copy" "/proc/sys/$key"
 done
+# A writable /etc/hosts of the sandbox's own: e2e/node/start.sh adds each node's name there.
+cp /etc/hosts "$shadow/hosts"
+grep -qE '^127\.0\.0\.1[[:space:]].*\blocalhost\b' "$shadow/hosts" || echo '127.0.0.1 localhost' >>"$shadow/hosts"
+mount --bind "$shadow/hosts" /etc/hosts
+# Folders of the machine that containerd, its shims, the CNI plugins and kubelet write into whatever
+# their configuration says (shim sockets and runc state, the CNI result cache, container log links):
+# empty ones of the sandbox's own instead. A folder made here for the mount is removed at the end if it
+# is still empty.
+made=()
+for dir in /run/containerd /var/lib/cni /var/log/containers; do
+  if [[ ! -d "$dir" ]]; then
+    mkdir -p "$dir"
+    made+=("$dir")
+  fi
+  mount -t tmpfs -o mode=0755,size=64m ffop-node "$dir"
+done
 
 # This shell is PID 1 of the sandbox: run the command as its child, then clean up after it.
 status=0
@@ -44,5 +62,10 @@ sleep 0.5
 for root in /sys/fs/cgroup/*/ffop-node-* /sys/fs/cgroup/unified/ffop-node-*; do
   if [[ -d "$root" ]]; then find "$root" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
 done
+for dir in /run/containerd /var/lib/cni /var/log/containers; do
+  umount -R -l "$dir" 2>/dev/null || true
+done
+for dir in "${made[@]}"; do rmdir "$dir" 2>/dev/null || true; done
+umount /etc/hosts 2>/dev/null || true
 rm -rf "$shadow"
 exit "$status"
