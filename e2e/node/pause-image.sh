@@ -24,7 +24,8 @@ if [[ ! -f "$archive" ]]; then
   buildah config --entrypoint '["/pause"]' --user 65535:65535 "$ctr"
   buildah commit --quiet "$ctr" "$name" >/dev/null
   buildah rm "$ctr" >/dev/null
-  buildah push --quiet "$name" "docker-archive:$archive.partial:$name"
-  mv "$archive.partial" "$archive"
+  # Nodes started at once may build it at once: each writes its own file and renames it into place.
+  buildah push --quiet "$name" "docker-archive:$archive.partial.$$:$name"
+  mv "$archive.partial.$$" "$archive"
 fi
 echo "$name=$archive"

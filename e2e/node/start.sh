@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Starts a real Kubernetes node against a running test control plane: containerd (Debian's, with
-# runc and the CNI bridge plugin), kubelet and kube-scheduler built by e2e/control-plane/build.sh.
-# Run it inside e2e/node/sandbox.sh.
+# runc and the CNI bridge plugin) and kubelet built by e2e/control-plane/build.sh; the first node also
+# runs the cluster's kube-scheduler. Run it inside e2e/node/sandbox.sh.
 #
-#   e2e/node/start.sh <node-state-dir> <control-plane-state-dir> [image-archive...]
+#   e2e/node/start.sh [--index N] <node-state-dir> <control-plane-state-dir> [image-archive...]
+#
+# Several nodes share the sandbox, each with its own containerd, kubelet, cgroup root, pod bridge and
+# address on the sandbox's node bridge. Node 1 (the default) is named localhost, has the address
+# $FFOP_NODE_IP (10.213.0.1), pods in 10.214.0.0/24 on bridge ffop-cni0, and starts kube-scheduler.
+# Node N > 1 is named node-N, has the address 10.213.0.N, pods in 10.214.(N-1).0/24 on bridge
+# ffop-cni(N-1). Pods of every node reach every node's address and each other through their gateway.
 #
 # The image archives (docker-archive tars, e.g. from scripts/build-images.sh) are imported into
 # containerd's k8s.io namespace before the node registers, so pods run them with imagePullPolicy
@@ -12,20 +18,35 @@
 set -Eeuo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-[[ $# -ge 2 ]] || { echo "usage: $0 <node-state-dir> <control-plane-state-dir> [image-archive...]" >&2; exit 2; }
+INDEX=1
+if [[ "${1:-}" == --index ]]; then
+  INDEX="${2:-}"
+  shift 2 || true
+fi
+[[ "$INDEX" =~ ^[1-9][0-9]?$ && "$INDEX" -le 50 ]] || { echo "start.sh: --index takes a number from 1 to 50" >&2; exit 2; }
+[[ $# -ge 2 ]] || { echo "usage: $0 [--index N] <node-state-dir> <control-plane-state-dir> [image-archive...]" >&2; exit 2; }
 [[ "${FFOP_NODE_SANDBOX:-}" == 1 ]] || { echo "start.sh: run inside e2e/node/sandbox.sh" >&2; exit 1; }
 mkdir -p "$1"
 STATE="$(cd "$1" && pwd)"
 CP_STATE="$(cd "$2" && pwd)"
 shift 2
-NODE_IP="$FFOP_NODE_IP"
-NODE_NAME=localhost # --node-ip cannot be a loopback address, the name can be anything
-POD_CIDR=10.214.0.0/24
+if ((INDEX == 1)); then
+  NODE_IP="$FFOP_NODE_IP"
+  NODE_NAME=localhost # --node-ip cannot be a loopback address, the name can be anything
+  # The API server reaches a kubelet at its node's name (the Hostname address), here 127.0.0.1.
+  KUBELET_ADDRESS=127.0.0.1
+else
+  NODE_IP="${FFOP_NODE_IP%.*}.$INDEX"
+  NODE_NAME="node-$INDEX"
+  KUBELET_ADDRESS="$NODE_IP" # the sandbox's /etc/hosts gets "$NODE_IP $NODE_NAME" below
+fi
+POD_CIDR="10.214.$((INDEX - 1)).0/24"
+POD_BRIDGE="ffop-cni$((INDEX - 1))"
 # The node's cgroups, under every controller; sandbox.sh removes them when it ends.
 CGROUP_ROOT="/ffop-node-$$"
 LOGS="$STATE/logs"
 PIDS="$STATE/pids"
-mkdir -p "$LOGS" "$PIDS" "$STATE/pki" "$STATE/cni/net.d" "$STATE/cni/ipam"
+mkdir -p "$LOGS" "$PIDS" "$STATE/pki" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/pod-logs"
 
 log() { echo "node/start.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -45,6 +66,15 @@ launch() {
 }
 alive() { kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null || { tail -n 30 "$LOGS/$1.log" >&2; die "$1 exited"; }; }
 
+# ---------- the node's address ----------
+# Every node's address is on the sandbox's bridge ffop-node; the sandbox's own /etc/hosts (a copy
+# sandbox.sh lays over the machine's) names the nodes, so that the API server finds each kubelet.
+if ((INDEX > 1)); then
+  findmnt -n --mountpoint /etc/hosts >/dev/null || die "/etc/hosts is not the sandbox's own copy (sandbox.sh makes it)"
+  ip -4 -o addr show dev ffop-node | grep -qF " $NODE_IP/" || ip addr add "$NODE_IP/24" dev ffop-node
+  grep -qxF "$NODE_IP $NODE_NAME" /etc/hosts || echo "$NODE_IP $NODE_NAME" >>/etc/hosts
+fi
+
 # ---------- containerd ----------
 PAUSE_IMAGE="$(bash "$HERE/pause-image.sh")"
 PAUSE_ARCHIVE="${PAUSE_IMAGE#*=}"
@@ -63,6 +93,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   sandbox_image = "$PAUSE_NAME"
   # root here lacks CAP_SYS_RESOURCE: lowering an OOM score is all it may do.
   restrict_oom_score_adj = true
+  # Pods' network namespaces under the state dir, not /run/netns: stop.sh unmounts them with the rest.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$STATE/cni/net.d"
@@ -83,7 +115,7 @@ cat >"$STATE/cni/net.d/10-ffop.conflist" <<JSON
   "name": "ffop-pods",
   "plugins": [
     {
-      "type": "bridge", "bridge": "ffop-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "type": "bridge", "bridge": "$POD_BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
       "ipam": { "type": "host-local", "dataDir": "$STATE/cni/ipam", "ranges": [[{ "subnet": "$POD_CIDR" }]], "routes": [{ "dst": "0.0.0.0/0" }] }
     },
     { "type": "portmap", "capabilities": { "portMappings": true } }
@@ -94,10 +126,12 @@ launch containerd containerd --config "$STATE/containerd.toml"
 for _ in $(seq 100); do [[ -S "$SOCK" ]] && ctr --address "$SOCK" version >/dev/null 2>&1 && break; alive containerd; sleep 0.1; done
 ctr --address "$SOCK" version >/dev/null || die "containerd did not answer"
 import_start=$SECONDS
+# Unpacked now (into the snapshotter CRI uses), while the machine is otherwise idle: a pod's first
+# container would unpack its image then, next to whatever else the test is running.
 for archive in "$PAUSE_ARCHIVE" "$@"; do
-  ctr --address "$SOCK" -n k8s.io images import --no-unpack "$archive" >/dev/null
+  ctr --address "$SOCK" -n k8s.io images import --snapshotter overlayfs "$archive" >/dev/null
 done
-log "imported $(( $# + 1 )) image(s) in $((SECONDS - import_start))s"
+log "imported and unpacked $(( $# + 1 )) image(s) in $((SECONDS - import_start))s"
 
 # ---------- kubelet ----------
 # kubelet wants its cgroup root to exist under every controller already.
@@ -142,10 +176,14 @@ cgroupDriver: cgroupfs
 cgroupRoot: $CGROUP_ROOT
 oomScoreAdj: 0
 containerRuntimeEndpoint: unix://$SOCK
-# Every address of the sandbox: the API server reaches the node by its name, localhost (kubectl exec/logs).
-address: 0.0.0.0
+# The address of the node's name: the API server reaches the kubelet there (kubectl exec/logs).
+address: $KUBELET_ADDRESS
+port: 10250
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
+healthzBindAddress: $KUBELET_ADDRESS
+healthzPort: 10248
+# Not /var/log/pods: kubelets that share it remove each other's pods' logs.
+podLogsDir: $STATE/pod-logs
 authentication:
   anonymous: { enabled: true }
   webhook: { enabled: false }
@@ -168,18 +206,24 @@ launch kubelet "$BIN/kubelet" \
   --cert-dir="$STATE/kubelet-pki" \
   --v=1
 
-launch kube-scheduler "$BIN/kube-scheduler" \
-  --kubeconfig="$KUBECONFIG" \
-  --authentication-kubeconfig="$KUBECONFIG" \
-  --authorization-kubeconfig="$KUBECONFIG" \
-  --bind-address=127.0.0.1 \
-  --leader-elect=false
+# One scheduler for the cluster, started with the first node (and stopped with it).
+if ((INDEX == 1)); then
+  launch kube-scheduler "$BIN/kube-scheduler" \
+    --kubeconfig="$KUBECONFIG" \
+    --authentication-kubeconfig="$KUBECONFIG" \
+    --authorization-kubeconfig="$KUBECONFIG" \
+    --bind-address=127.0.0.1 \
+    --leader-elect=false
+fi
 
 {
   printf '%s=%q\n' \
     CONTAINERD_ADDRESS "$SOCK" \
     FFOP_NODE_NAME "$NODE_NAME" \
+    FFOP_NODE_INDEX "$INDEX" \
     FFOP_NODE_IP "$NODE_IP" \
+    FFOP_NODE_POD_CIDR "$POD_CIDR" \
+    FFOP_NODE_POD_BRIDGE "$POD_BRIDGE" \
     FFOP_NODE_CGROUP_ROOT "$CGROUP_ROOT" \
     FFOP_NODE_LOG_DIR "$LOGS" \
     FFOP_PAUSE_IMAGE "$PAUSE_NAME"
@@ -187,7 +231,8 @@ launch kube-scheduler "$BIN/kube-scheduler" \
 
 deadline=$((SECONDS + ${FFOP_NODE_START_TIMEOUT:-120}))
 until [[ "$("$KUBECTL" --kubeconfig="$KUBECONFIG" get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]; do
-  alive containerd; alive kubelet; alive kube-scheduler
+  alive containerd; alive kubelet
+  if ((INDEX == 1)); then alive kube-scheduler; fi
   ((SECONDS < deadline)) || { tail -n 30 "$LOGS/kubelet.log" >&2; die "the node did not become Ready"; }
   sleep 0.5
 done
