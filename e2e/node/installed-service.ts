@@ -7,6 +7,10 @@
 // The API and operator pods use the node's network (`hostNetwork`): the sandbox has no kube-proxy
 // or cluster DNS, so they reach the API server and PostgreSQL on 127.0.0.1. Runner pods do not: they
 // run on the CNI bridge and reach the API and S3 on the node's address, like pods anywhere.
+//
+// With `nodes: 2` a second node (node-2: its own containerd and kubelet, address 10.213.0.2, pods on
+// a bridge of their own) joins the same sandbox. The chart's pods stay on the first node (they share
+// the sandbox's network, where only one API can listen on its port); runner pods go to either node.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,12 +38,21 @@ export const RUNNER_MEMORY_LIMIT = '600Mi';
 export interface InstalledService {
   cluster: Cluster;
   namespace: string;
+  /** The first node's address, where the API, S3 and the test's servers listen. */
   nodeIp: string;
+  /**
+   * Names of the nodes, the first node first: `localhost`, which runs the chart's API and operator pods
+   * and kube-scheduler, then `node-2` when installed with `nodes: 2`.
+   */
+  nodes: string[];
   apiUrl: string;
   /** The first API key, made as NOTES.txt says (kubectl exec ... cli.js). */
   key: string;
   values: Record<string, unknown>;
+  /** The first node's <node-state-dir>/env (e2e/node/start.sh): CONTAINERD_ADDRESS, FFOP_NODE_CGROUP_ROOT, ... */
   nodeEnv: Record<string, string>;
+  /** Every node's env, by node name. */
+  nodeEnvs: Record<string, Record<string, string>>;
   database: Database;
   client(key?: string): ApiClient;
   newAccount(plan: string): Promise<string>;
@@ -47,14 +60,36 @@ export interface InstalledService {
   /** Waits until both Deployments have rolled out: helm's --wait counts one with maxUnavailable 1 ready while its only pod is down. */
   rolledOut(): Promise<void>;
   kubectl(args: string[]): Promise<ProcessResult>;
-  /** Ids of the containers containerd is running now (the k8s.io namespace). */
-  runningContainers(): Promise<string[]>;
+  /** Ids of the containers a node's containerd (default: the first node's) is running now (the k8s.io namespace). */
+  runningContainers(node?: string): Promise<string[]>;
+  /**
+   * `kubectl drain`: cordons the node and evicts its pods through the Eviction API (PodDisruptionBudgets
+   * apply; DaemonSet pods stay), then waits until they are gone. Throws if that takes longer than
+   * `timeoutSeconds` (default 180).
+   */
+  drainNode(name: string, opts?: { timeoutSeconds?: number }): Promise<void>;
+  /** `kubectl uncordon`: the scheduler may place pods on the node again. */
+  uncordon(name: string): Promise<void>;
+  /**
+   * Takes a node away as when its machine dies: kubelet, containerd, the shims and the containers are
+   * killed at once (SIGKILL). Nothing tells the control plane: the Node stays Ready until the node
+   * lifecycle controller misses its heartbeats, and its pods stay as they were until then. Not the first
+   * node (it holds the chart's pods and the scheduler).
+   */
+  stopNode(name: string): Promise<void>;
   /** Seconds each stage took: images, control plane, node Ready, chart installed. */
   timings: Record<string, number>;
   close(): Promise<void>;
 }
 
-export async function installOnRealNode(opts: { allow?: string[] } = {}): Promise<InstalledService> {
+/** The sandbox's nodes: the first is e2e/node/start.sh's default node, the others take `--index N`. */
+const nodeName = (index: number) => (index === 1 ? 'localhost' : `node-${index}`);
+
+/**
+ * Installs the chart on real nodes in this sandbox: `nodes` (default 1) of them, the runner image
+ * imported into every node's containerd, the service image into the first node's.
+ */
+export async function installOnRealNode(opts: { allow?: string[]; nodes?: 1 | 2 } = {}): Promise<InstalledService> {
   if (process.env.FFOP_NODE_SANDBOX !== '1') throw new Error('real-node tests run inside e2e/node/sandbox.sh (scripts/test.sh does that)');
   const nodeIp = process.env.FFOP_NODE_IP!;
   const timings: Record<string, number> = {};
@@ -78,17 +113,34 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
     cleanups.push(() => cluster.stop());
     const namespace = cluster.namespace;
 
-    cleanups.push(() => must('bash', [join(ROOT, 'e2e/node/stop.sh'), join(dir, 'node')]));
+    // The first node keeps the state dir of the one-node fixture (`node`); node N has `node-N`.
+    const nodeNames = Array.from({ length: opts.nodes ?? 1 }, (_, i) => nodeName(i + 1));
+    const stateDirs = new Map(nodeNames.map((name, i) => [name, join(dir, i === 0 ? 'node' : name)]));
+    for (const state of stateDirs.values()) cleanups.push(() => must('bash', [join(ROOT, 'e2e/node/stop.sh'), state]));
+    // All at once: each imports its images into its own containerd, then waits for its kubelet.
     await timed('node ready', () =>
-      must('bash', [
-        join(ROOT, 'e2e/node/start.sh'),
-        join(dir, 'node'),
-        cluster.stateDir,
-        images.FFOP_SERVICE_IMAGE_ARCHIVE,
-        images.FFOP_RUNNER_IMAGE_ARCHIVE,
-      ]),
+      Promise.all(
+        nodeNames.map((name, i) =>
+          must('bash', [
+            join(ROOT, 'e2e/node/start.sh'),
+            '--index',
+            String(i + 1),
+            stateDirs.get(name)!,
+            cluster.stateDir,
+            // Only the first node runs the service image (the chart's pods stay there).
+            ...(i === 0 ? [images.FFOP_SERVICE_IMAGE_ARCHIVE] : []),
+            images.FFOP_RUNNER_IMAGE_ARCHIVE,
+          ]),
+        ),
+      ),
     );
-    const nodeEnv = parseEnvText(await readFile(join(dir, 'node', 'env'), 'utf8'));
+    const nodeEnvs: Record<string, Record<string, string>> = {};
+    for (const [name, state] of stateDirs) nodeEnvs[name] = parseEnvText(await readFile(join(state, 'env'), 'utf8'));
+    const nodeEnv = nodeEnvs[nodeNames[0]];
+    const nodeNamed = (name: string) => {
+      if (!stateDirs.has(name)) throw new Error(`no node ${name} here (nodes: ${nodeNames.join(', ')})`);
+      return name;
+    };
 
     const pgEnv = { ...process.env, FFOP_PG_DIR: join(dir, 'pg'), FFOP_PG_PORT: String(PG_PORT) };
     const databaseUrl = (await must('bash', [join(ROOT, 'scripts/postgres.sh'), 'start'], pgEnv)).stdout.trim();
@@ -121,6 +173,9 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
       },
       allowAddresses: opts.allow ?? [],
       hostNetwork: true,
+      // On the first node, whatever the number of nodes: the nodes share one network, where only one
+      // API can listen on its port.
+      nodeSelector: { 'kubernetes.io/hostname': nodeNames[0] },
       // No kube-proxy in the sandbox: the in-cluster client goes to the API server directly.
       extraEnv: [
         { name: 'KUBERNETES_SERVICE_HOST', value: apiServer.hostname },
@@ -169,10 +224,12 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
       cluster,
       namespace,
       nodeIp,
+      nodes: nodeNames,
       apiUrl,
       key,
       values,
       nodeEnv,
+      nodeEnvs,
       database,
       timings,
       client: (k = key) => new ApiClient(apiUrl, k),
@@ -183,13 +240,32 @@ export async function installOnRealNode(opts: { allow?: string[] } = {}): Promis
       helm,
       rolledOut,
       kubectl,
-      async runningContainers() {
-        const out = await must('ctr', ['--address', nodeEnv.CONTAINERD_ADDRESS, '-n', 'k8s.io', 'tasks', 'ls']);
+      async runningContainers(node = nodeNames[0]) {
+        const out = await must('ctr', ['--address', nodeEnvs[nodeNamed(node)].CONTAINERD_ADDRESS, '-n', 'k8s.io', 'tasks', 'ls']);
         return out.stdout
           .split('\n')
           .slice(1)
           .filter((l) => /\bRUNNING\b/.test(l))
           .map((l) => l.split(/\s+/)[0]);
+      },
+      async drainNode(name, { timeoutSeconds = 180 } = {}) {
+        const drained = await kubectl([
+          'drain',
+          nodeNamed(name),
+          '--ignore-daemonsets',
+          '--delete-emptydir-data', // runner and chart pods keep their work in emptyDirs
+          '--force', // and pods that no controller would make again
+          `--timeout=${timeoutSeconds}s`,
+        ]);
+        if (drained.code !== 0) throw new Error(`kubectl drain ${name} failed: ${drained.stderr}`);
+      },
+      async uncordon(name) {
+        const uncordoned = await kubectl(['uncordon', nodeNamed(name)]);
+        if (uncordoned.code !== 0) throw new Error(`kubectl uncordon ${name} failed: ${uncordoned.stderr}`);
+      },
+      async stopNode(name) {
+        if (nodeNamed(name) === nodeNames[0]) throw new Error(`${name} holds the chart's pods and kube-scheduler: stop another node`);
+        await must('bash', [join(ROOT, 'e2e/node/stop.sh'), '--kill', stateDirs.get(name)!]);
       },
       close,
     };
