@@ -3,29 +3,16 @@
 #
 #   e2e/kueue/stop.sh <state-dir>
 #
-# While the control plane still answers, first takes Kueue's webhooks out of it (their failurePolicy
-# is Fail: with the manager gone, the API server would refuse every Job and Pod) and sets the
-# conversion of its CRDs back to None. Keeps the state dir; start.sh can start Kueue again on it.
+# Stops the manager first; then, while the control plane still answers, takes Kueue's webhooks out
+# of it (their failurePolicy is Fail: with the manager gone, the API server would refuse every Job and
+# Pod) and sets the conversion of its CRDs back to None. Keeps the state dir; start.sh can start
+# Kueue again on it.
 set -uo pipefail
 
 [[ $# -eq 1 ]] || { echo "usage: $0 <state-dir>" >&2; exit 2; }
 [[ -d "$1" ]] || exit 0
 STATE="$(cd "$1" && pwd)"
 PIDS="$STATE/pids"
-
-if [[ -f "$STATE/env" ]]; then
-  KUBECONFIG="$(sed -n 's/^KUBECONFIG=//p' "$STATE/env")"
-  KUBECTL="$(sed -n 's/^KUBECTL=//p' "$STATE/env")"
-  if [[ -f "$KUBECONFIG" && -x "$KUBECTL" ]] &&
-    "$KUBECTL" --kubeconfig="$KUBECONFIG" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
-    k() { "$KUBECTL" --kubeconfig="$KUBECONFIG" --request-timeout=10s "$@" >/dev/null; }
-    k delete --ignore-not-found mutatingwebhookconfiguration kueue-mutating-webhook-configuration
-    k delete --ignore-not-found validatingwebhookconfiguration kueue-validating-webhook-configuration
-    for crd in localqueues clusterqueues workloads cohorts multikueueclusters; do
-      k patch crd "$crd.kueue.x-k8s.io" --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}' 2>/dev/null
-    done
-  fi
-fi
 
 # True while pid $1 is alive and one of ours.
 ours() {
@@ -55,4 +42,18 @@ stop_one() {
 for name in watchdog kueue; do
   stop_one "$name"
 done
+
+if [[ -f "$STATE/env" ]]; then
+  KUBECONFIG="$(sed -n 's/^KUBECONFIG=//p' "$STATE/env")"
+  KUBECTL="$(sed -n 's/^KUBECTL=//p' "$STATE/env")"
+  if [[ -f "$KUBECONFIG" && -x "$KUBECTL" ]] &&
+    "$KUBECTL" --kubeconfig="$KUBECONFIG" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
+    k() { "$KUBECTL" --kubeconfig="$KUBECONFIG" --request-timeout=10s "$@" >/dev/null; }
+    k delete --ignore-not-found mutatingwebhookconfiguration kueue-mutating-webhook-configuration
+    k delete --ignore-not-found validatingwebhookconfiguration kueue-validating-webhook-configuration
+    for crd in localqueues clusterqueues workloads cohorts multikueueclusters; do
+      k patch crd "$crd.kueue.x-k8s.io" --type=merge -p '{"spec":{"conversion":{"strategy":"None","webhook":null}}}' 2>/dev/null
+    done
+  fi
+fi
 exit 0
