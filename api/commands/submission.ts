@@ -1,11 +1,15 @@
 // Turns a validated request into a command row: plan checks (403), command-line parsing (422 with
-// the field that is wrong), file ids fixed up front. Nothing here runs anything.
+// the field that is wrong), file ids fixed up front. Nothing here runs anything. A command line that
+// ffmpeg would stop on with a message known already becomes a row that ends FAILED at once
+// (core/commands/ended-at-submit.ts).
 import { checkPrivateFilesAllowed, PlanRefusal } from '../../core/accounts/plan-refusal.ts';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import type { NewCommandRow } from '../../core/commands/commands-repo.ts';
 import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
-import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import { checkFfmpegCommand, type CheckedCommand } from '../../core/commands/parse.ts';
+import { ErrorStatus } from '../../core/commands/error-status.ts';
+import { failedAtSubmitMessage } from '../../core/commands/ffmpeg-failure.ts';
 import { CommandRejected, type ParsedCommand } from '../../core/commands/parsed-command.ts';
 import type { DeclaredOutput, StoredStep } from '../../core/db/schema.ts';
 import { DEFAULT_VCPUS, PLAYLIST_ALIAS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
@@ -44,9 +48,9 @@ function parseStep(
   outputs: Set<string>,
   earlier: Set<string>,
   outputFolder = false,
-): ParsedCommand {
+): CheckedCommand {
   try {
-    return parseFfmpegCommand(text, { inputAliases: inputs, outputAliases: outputs, earlierOutputAliases: earlier, outputFolder });
+    return checkFfmpegCommand(text, { inputAliases: inputs, outputAliases: outputs, earlierOutputAliases: earlier, outputFolder });
   } catch (err) {
     if (err instanceof CommandRejected) throw invalid(loc, `Value error, ${err.message}`);
     throw err;
@@ -66,6 +70,13 @@ function declaredOutputs(outputFiles: Record<string, string> | 'OUTPUT_FOLDER'):
   });
 }
 
+/** The error_message of a command that ends at submit: ffmpeg's message for the first step it stops on. */
+function failureAtSubmit(steps: CheckedCommand[]): string | null {
+  const index = steps.findIndex((step) => step.ffmpegFailure !== null);
+  if (index < 0) return null;
+  return failedAtSubmitMessage(steps[index].ffmpegFailure!, { index, count: steps.length }); // found just above
+}
+
 function buildRow(
   caller: Caller,
   req: Common,
@@ -74,13 +85,16 @@ function buildRow(
   originalRequest: Record<string, unknown>,
   vcpus: number,
   outputs: DeclaredOutput[],
+  failure: string | null,
 ): NewCommandRow {
+  const ended = failure === null ? {} : { errorStatus: ErrorStatus.FFMPEG_FAILED, errorMessage: failure };
   return {
+    ...ended,
     id: randomUUID(),
     accountId: caller.account.id,
     environmentName: caller.environment,
     commandType: type,
-    status: CommandStatus.QUEUED,
+    status: failure === null ? CommandStatus.QUEUED : CommandStatus.FAILED,
     originalRequest,
     metadata: req.metadata ?? null,
     steps,
@@ -112,8 +126,11 @@ export function singleCommandRow(caller: Caller, req: RunCommandRequest): NewCom
   const outputs = declaredOutputs(req.output_files);
   const inputs = new Set(Object.keys(req.input_files ?? {}));
   const outputAliases = new Set(folder ? [] : outputs.map((o) => o.alias));
-  const parsed = parseStep(req.ffmpeg_command, ['body', 'ffmpeg_command'], inputs, outputAliases, new Set(), folder);
-  checkOutputsUsed(req, [parsed], ['body', 'output_files']);
+  const checked = parseStep(req.ffmpeg_command, ['body', 'ffmpeg_command'], inputs, outputAliases, new Set(), folder);
+  const parsed = checked.command;
+  const failure = failureAtSubmit([checked]);
+  // ffmpeg stops before it writes anything; an option it does not know hides the rest of the line.
+  if (failure === null) checkOutputsUsed(req, [parsed], ['body', 'output_files']);
   const original = {
     ffmpeg_command: req.ffmpeg_command,
     input_files: req.input_files ?? null,
@@ -123,7 +140,7 @@ export function singleCommandRow(caller: Caller, req: RunCommandRequest): NewCom
     vcpu_count: vcpus,
     ...(req.metadata ? { metadata: req.metadata } : {}),
   };
-  const row = buildRow(caller, req, CommandType.FFMPEG_COMMAND, [{ command: parsed }], original, vcpus, outputs);
+  const row = buildRow(caller, req, CommandType.FFMPEG_COMMAND, [{ command: parsed }], original, vcpus, outputs, failure);
   return { ...row, inputArchiveUrl: req.input_compressed_folder ?? null };
 }
 
@@ -132,10 +149,11 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
   const inputs = new Set(Object.keys(req.input_files ?? {}));
   const outputs = new Set(Object.keys(req.output_files));
   const earlier = new Set<string>();
-  const steps: ParsedCommand[] = [];
+  const checkedSteps: CheckedCommand[] = [];
   req.ffmpeg_commands.forEach((text, i) => {
     const loc = ['body', 'ffmpeg_commands', i];
-    const parsed = parseStep(text, loc, inputs, outputs, new Set(earlier));
+    const checked = parseStep(text, loc, inputs, outputs, new Set(earlier));
+    const parsed = checked.command;
     for (const alias of parsed.outputAliases) {
       if (earlier.has(alias)) throw invalid(loc, `Value error, {{${alias}}} is already written by an earlier command of the chain`);
     }
@@ -145,9 +163,12 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
       }
     }
     parsed.outputAliases.forEach((a) => earlier.add(a));
-    steps.push(parsed);
+    checkedSteps.push(checked);
   });
-  checkOutputsUsed(req, steps, ['body', 'output_files']);
+  const steps = checkedSteps.map((checked) => checked.command);
+  // A chain that ffmpeg stops on ends at once: no step runs, not even those before (nothing is downloaded).
+  const failure = failureAtSubmit(checkedSteps);
+  if (failure === null) checkOutputsUsed(req, steps, ['body', 'output_files']);
   const original = {
     ffmpeg_commands: req.ffmpeg_commands,
     input_files: req.input_files ?? null,
@@ -164,5 +185,6 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
     original,
     vcpus,
     declaredOutputs(req.output_files),
+    failure,
   );
 }

@@ -10,6 +10,7 @@ import {
 import type { Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { hasEnded } from '../../core/commands/command-status.ts';
+import { endsAtSubmit } from '../../core/commands/ended-at-submit.ts';
 import type { AppEnv } from '../auth.ts';
 import { chainRow, singleCommandRow } from '../commands/submission.ts';
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
@@ -98,7 +99,8 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
   async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
     const row = build();
     await d.quotas.storeNewCommand(c.get('caller').account, (quotas) => d.insertCommand(row, quotas));
-    d.dispatch(row.id);
+    // One that ffmpeg would stop on has ended already (FAILED): there is nothing to run.
+    if (!endsAtSubmit(row)) d.dispatch(row.id);
     return c.json({ command_id: row.id }, 200);
   }
 

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { allowedFilterNames, checkFiltergraph, checkedFilterOptions } from './filter-check.ts';
 import { FILTER_OPTION_ORDER } from './filter-option-order.ts';
-import { ffmpegStdout, inBatches } from './testing/ffmpeg-test-support.ts';
+import { ffmpeg, ffmpegStdout, inBatches } from './testing/ffmpeg-test-support.ts';
 import { CommandRejected } from './parsed-command.ts';
 import { markPlaceholders } from './placeholders.ts';
 
@@ -59,8 +59,8 @@ describe('checkFiltergraph', () => {
   });
 
   test('reports the quoting levels of each placeholder', () => {
-    const graph = checkFiltergraph(marked("subtitles='", 0, "':force_style=x,drawtext=fontfile=", 1), '-vf');
-    assert.deepEqual(graph.placeholderLevels, [
+    const { graph } = checkFiltergraph(marked("subtitles='", 0, "':force_style=x,drawtext=fontfile=", 1), '-vf');
+    assert.deepEqual(graph?.placeholderLevels, [
       ['quoted', 'bare'],
       ['bare', 'bare'],
     ]);
@@ -80,7 +80,9 @@ describe('checkFiltergraph', () => {
     ['sofalizer=sofa=x', 'filter "sofalizer" is not allowed'],
     ['vidstabdetect', 'filter "vidstabdetect" is not allowed'],
     ['psnr=stats_file=x', 'filter "psnr" is not allowed'],
-    ['nosuchfilter', 'filter "nosuchfilter" in -vf is unknown or not allowed'],
+    ['tmidequalizer', 'filter "tmidequalizer" in -vf is not allowed'],
+    ['nosuchfilter,movie=/etc/passwd', 'option "filename" of filter "movie"'],
+    ['movie=/etc/passwd[]', 'option "filename" of filter "movie"'],
     ["'lad'spa=x", 'filter "ladspa" is not allowed'],
     [String.raw`lad\spa=x`, 'filter "ladspa" is not allowed'],
     ['ladspa@x=x', 'filter "ladspa" is not allowed'],
@@ -91,13 +93,19 @@ describe('checkFiltergraph', () => {
     ['subtitles=../x.srt', 'option "filename" of filter "subtitles" in -vf "../x.srt": ".." is not allowed'],
     ['subtitles=f=/etc/passwd', 'option "f" of filter "subtitles"'],
     [String.raw`subtitles='concat\:a.srt|b.srt'`, 'protocols'],
-    ['subtitles=x.srt:fontsdir=/usr/share/fonts', 'option "fontsdir" of filter "subtitles" in -vf "/usr/share/fonts": absolute paths'],
+    ['subtitles=x.srt:fontsdir=/usr/share/fonts/../..', 'option "fontsdir" of filter "subtitles" in -vf "/usr/share/fonts/../..": "."'],
+    ['subtitles=x.srt:fontsdir=/usr/share/fontsX', 'outside the font folders'],
+    ['subtitles=x.srt:fontsdir=/proc/self/root/usr/share/fonts', 'outside the font folders'],
+    ['drawtext=fontfile=/usr/share/fonts/../../../etc/passwd:text=x', '"." and ".." are not allowed'],
+    ['drawtext=fontfile=/usr/share/fonts//x.ttf:text=x', 'empty folder names'],
+    ['drawtext=fontfile=/usr/share/fonts:text=x', 'outside the font folders'],
+    ['drawtext=textfile=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf', 'option "textfile" of filter "drawtext"'],
     ['subtitles=x.srt:64x64:/etc', 'option "fontsdir" of filter "subtitles"'],
     ['ass=x.ass:fontsdir=..', '".." is not allowed'],
     ['amovie=/dev/zero', 'option "filename" of filter "amovie"'],
     ['lut3d=/etc/x.cube', 'option "file" of filter "lut3d"'],
     ['lut1d=file=~/x.cube', '"~" is not allowed'],
-    ['drawtext=fontfile=/etc/passwd:text=x', 'option "fontfile" of filter "drawtext" in -vf "/etc/passwd": absolute paths'],
+    ['drawtext=fontfile=/etc/passwd:text=x', 'option "fontfile" of filter "drawtext" in -vf "/etc/passwd": it is outside the font folders'],
     ['drawtext=textfile=/proc/self/environ', 'option "textfile" of filter "drawtext"'],
     ['drawtext=/etc/x.ttf:hello', 'option "fontfile" of filter "drawtext"'],
     ['drawtext=text=hello:/etc/passwd', 'option "textfile" of filter "drawtext" in -vf "/etc/passwd"'],
@@ -117,7 +125,6 @@ describe('checkFiltergraph', () => {
     ['movie=x:f=x11grab', 'format x11grab is not allowed (it is a capture or playback device)'],
     ['movie=x.mp4:format_opts=protocol_whitelist=http', 'option "format_opts" of filter "movie" in -vf is not allowed'],
     [String.raw`movie=x.mp4:mp4:0:0:dv:1:0:0:protocol_whitelist\\=http`, 'option "format_opts" of filter "movie"'],
-    ['subtitles=a.srt:64x64:.:0:utf8:0:x:extra', 'has more values without a key than it has options'],
     // placeholders
     [marked('subtitles=x', 0), 'option "filename" of filter "subtitles" in -vf must be a placeholder alone'],
     [marked('drawtext=fontfile=', 0, '/../x'), 'must be a placeholder alone'],
@@ -126,7 +133,6 @@ describe('checkFiltergraph', () => {
     [marked('drawtext=text=x:font=', 0), 'font takes a font family name'],
     [marked(0, '=x'), 'a placeholder cannot stand in a filter name'],
     [marked('scale[', 0, ']'), 'cannot stand in a link label'],
-    ['scale=1:1,', 'invalid filtergraph in -vf'],
   ];
   for (const [graph, fragment] of cases) {
     test(`refuses ${graph.replace(/[\udc00-\udfff]/g, '{{in}}')}`, () => {
@@ -134,9 +140,51 @@ describe('checkFiltergraph', () => {
       assert.ok(message.includes(fragment), `message was: ${message}`);
     });
   }
+
+  test('accepts system fonts by their path in the font folders', () => {
+    for (const graph of [
+      'drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:text=Hi',
+      "drawtext=fontfile='/usr/local/share/fonts/My Font (Bold).ttf':text=Hi",
+      'drawtext=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:Hi',
+      'subtitles=x.srt:fontsdir=/usr/share/fonts',
+      'ass=x.ass:fontsdir=/usr/share/fonts/truetype/',
+    ]) {
+      assert.deepEqual(checkFiltergraph(graph, '-vf').ffmpegFailure, null, graph);
+    }
+  });
+});
+
+// What only ffmpeg judges: the graph is accepted, with the message ffmpeg gives when it creates it.
+const FFMPEG_FAILURES: [string, string][] = [
+  ['nosuchfilter', "No such filter: 'nosuchfilter'"],
+  ['scale=64:64,nosuchfilter,alsonot', "No such filter: 'nosuchfilter'"],
+  ['scale=1:1,', "No such filter: ''"],
+  ['[]scale=1:1', 'Bad (empty?) label found in the following: "[]scale=1:1".'],
+  ['scale=1:1[out', `Mismatched '[' found in the following: "[out".`],
+  ['scale=1:1 ] x', 'Unable to parse graph description substring: "] x"'],
+  ['sws_flags=bicubic scale=2:2', "sws_flags not terminated with ';'."],
+  ['subtitles=a.srt:64x64:.:0:utf8:0:x:extra', "No option name near 'extra'"],
+  // A client's drawtext whose quotes do not pair: the comma in gte(t,1) ends the filter.
+  ["drawtext=text='it's':fontsize=24:enable='gte(t,1)'", "Error when evaluating the expression 'gte(t' for enable"],
+];
+
+describe('what ffmpeg judges', () => {
+  for (const [graph, message] of FFMPEG_FAILURES) {
+    test(`${graph}: ${message}`, () => {
+      assert.equal(checkFiltergraph(graph, '-vf').ffmpegFailure, message);
+    });
+  }
 });
 
 describe('against the real ffmpeg', () => {
+  test('ffmpeg prints the message the checker gives for a graph it cannot create', async () => {
+    for (const [graph, message] of FFMPEG_FAILURES) {
+      const { code, stderr } = await ffmpeg(['-f', 'lavfi', '-i', 'nullsrc=s=64x64:d=0.1', '-vf', graph, '-f', 'null', '-']);
+      assert.notEqual(code, 0, graph);
+      assert.ok(stderr.includes(message), `${graph}: ffmpeg printed ${stderr.slice(-600)}`);
+    }
+  });
+
   test('every allowed filter exists', async () => {
     const listing = await ffmpegStdout(['-filters']);
     const known = new Set(

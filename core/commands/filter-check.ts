@@ -5,6 +5,8 @@
 import { KeylessValueError, FILTER_OPTION_ORDER, optionNames } from './filter-option-order.ts';
 import { FiltergraphSyntaxError, parseFiltergraph } from './filtergraph.ts';
 import type { FilterInstance, ParsedGraph } from './filtergraph.ts';
+import { FFMPEG_FILTERS } from './ffmpeg-names.ts';
+import { checkFontPath, isFontPath } from './font-path.ts';
 import { formatRefusal } from './option-table.ts';
 import { CommandRejected } from './parsed-command.ts';
 import { markIndex } from './placeholders.ts';
@@ -113,6 +115,8 @@ interface FilterRule {
   readsFile?: readonly string[];
   /** Options naming a folder the filter reads: a relative name. */
   readsFolder?: readonly string[];
+  /** Of those, the ones that read fonts: they may also name the system's font folders (font-path.ts). */
+  readsFont?: readonly string[];
   /** Options refused, with the reason shown to the user. */
   refused?: ReadonlyMap<string, string>;
   /** Extra checks on option values; return a reason to refuse. */
@@ -132,12 +136,13 @@ const MOVIE_RULE: FilterRule = {
   },
 };
 
-const SUBTITLES_RULE: FilterRule = { readsFile: ['filename', 'f'], readsFolder: ['fontsdir'] };
+const SUBTITLES_RULE: FilterRule = { readsFile: ['filename', 'f'], readsFolder: ['fontsdir'], readsFont: ['fontsdir'] };
 
 // prettier-ignore
 export const FILTER_RULES: ReadonlyMap<string, FilterRule> = new Map(Object.entries({
   drawtext: {
     readsFile: ['fontfile', 'textfile'],
+    readsFont: ['fontfile'],
     // fontconfig reads a pattern here, and a pattern can name a file (":file=/x.ttf").
     check: (key, value) =>
       key === 'font' && !/^[A-Za-z0-9 ._-]*$/.test(value)
@@ -186,31 +191,48 @@ function refusalReason(name: string): string | undefined {
   return undefined;
 }
 
-/**
- * Parses a filtergraph (placeholders already turned into marks) and refuses anything outside the
- * allowlist. `where` names the option it came from (e.g. "-vf"), for messages.
- */
-export function checkFiltergraph(text: string, where: string): ParsedGraph {
-  let graph: ParsedGraph;
-  try {
-    graph = parseFiltergraph(text);
-  } catch (error) {
-    if (error instanceof FiltergraphSyntaxError) {
-      throw new CommandRejected(`invalid filtergraph in ${where}: ${error.message}`);
-    }
-    throw error;
-  }
-  for (const filter of graph.filters) checkFilter(filter, where);
-  return graph;
+/** A checked graph: null when ffmpeg cannot read it either; `ffmpegFailure` is ffmpeg's message for it. */
+export interface GraphCheck {
+  graph: ParsedGraph | null;
+  /** What ffmpeg says when it creates this graph (an unknown filter, a syntax error), if it fails. */
+  ffmpegFailure: string | null;
 }
 
-function checkFilter(filter: FilterInstance, where: string): void {
+/**
+ * Parses a filtergraph (placeholders already turned into marks) and refuses anything outside the
+ * allowlist (CommandRejected). `where` names the option it came from (e.g. "-vf"), for messages.
+ * What only ffmpeg judges (a filter it does not know, a graph it cannot read) is returned as
+ * `ffmpegFailure`: every filter ffmpeg would create before it stops is still checked.
+ */
+export function checkFiltergraph(text: string, where: string): GraphCheck {
+  let graph: ParsedGraph | null = null;
+  let filters: FilterInstance[];
+  let syntaxFailure: string | null = null;
+  try {
+    graph = parseFiltergraph(text);
+    filters = graph.filters;
+  } catch (error) {
+    if (!(error instanceof FiltergraphSyntaxError)) throw error;
+    if (error.ffmpegMessage === undefined) throw new CommandRejected(`invalid filtergraph in ${where}: ${error.message}`);
+    filters = error.filtersBefore;
+    syntaxFailure = error.ffmpegMessage;
+  }
+  let ffmpegFailure: string | null = null;
+  for (const filter of filters) {
+    const failure = checkFilter(filter, where);
+    ffmpegFailure ??= failure ?? null;
+  }
+  return { graph, ffmpegFailure: ffmpegFailure ?? syntaxFailure };
+}
+
+/** Refuses what the service does not allow; returns ffmpeg's message when ffmpeg cannot create the filter. */
+function checkFilter(filter: FilterInstance, where: string): string | undefined {
   const name = filter.name;
   if (!ALLOWED_FILTERS.has(name)) {
     const reason = refusalReason(name);
-    throw new CommandRejected(
-      reason ? `filter "${name}" is not allowed in ${where} (${reason})` : `filter "${name}" in ${where} is unknown or not allowed`,
-    );
+    if (reason) throw new CommandRejected(`filter "${name}" is not allowed in ${where} (${reason})`);
+    if (FFMPEG_FILTERS.has(name)) throw new CommandRejected(`filter "${name}" in ${where} is not allowed`);
+    return `No such filter: '${name}'`;
   }
   const rule = FILTER_RULES.get(name);
   const order = FILTER_OPTION_ORDER[name];
@@ -220,7 +242,9 @@ function checkFilter(filter: FilterInstance, where: string): void {
       keys = optionNames(order, filter.args);
     } catch (error) {
       if (!(error instanceof KeylessValueError)) throw error;
-      throw new CommandRejected(`filter "${name}" in ${where} has more values without a key than it has options`);
+      // ffmpeg stops while it sets the options, before the filter opens any file.
+      const rest = filter.args.slice(error.index).map((arg) => (arg.key === undefined ? arg.value : `${arg.key}=${arg.value}`));
+      return `No option name near '${rest.join(':')}'`;
     }
   }
   // Every value, repeats included: ffmpeg sets each one in turn.
@@ -234,23 +258,39 @@ function checkFilter(filter: FilterInstance, where: string): void {
     const option = `option "${key}" of filter "${name}" in ${where}`;
     const refused = rule.refused?.get(key);
     if (refused) throw new CommandRejected(`${option} is not allowed (${refused})`);
-    if (rule.readsFile?.includes(key)) checkFileValue(value, option);
+    if (rule.readsFile?.includes(key)) checkFileValue(value, option, rule.readsFont?.includes(key) ?? false);
     if (rule.readsFolder?.includes(key)) {
       if ([...value].some((c) => markIndex(c) !== undefined)) {
         throw new CommandRejected(`${option} names a folder, so it cannot be a file placeholder`);
       }
-      checkRelativeFile(value, option, { role: 'folder' });
+      if (rule.readsFont?.includes(key) && isFontPath(value)) checkFontPath(value, option, 'folder');
+      else checkRelativeFile(value, option, { role: 'folder' });
     }
     const problem = rule.check?.(key, value);
     if (problem) throw new CommandRejected(`filter "${name}" in ${where}: ${problem}`);
   });
+  return enableFailure(filter);
 }
 
-/** A file a filter reads: exactly one placeholder, or a relative name without one. */
-function checkFileValue(value: string, option: string): void {
+/**
+ * A timeline expression (`enable=...`) with unbalanced parentheses: ffmpeg cannot parse it and stops
+ * once it has created the filter. A comma left unquoted inside `enable='between(t,1,2)'` cuts the
+ * expression there, which is how most of these come about.
+ */
+function enableFailure(filter: FilterInstance): string | undefined {
+  const enable = filter.args.find((arg) => arg.key === 'enable');
+  if (enable === undefined) return undefined;
+  const opened = enable.value.split('(').length - 1;
+  const closed = enable.value.split(')').length - 1;
+  return opened === closed ? undefined : `Error when evaluating the expression '${enable.value}' for enable`;
+}
+
+/** A file a filter reads: exactly one placeholder, or a relative name without one (or a system font's path). */
+function checkFileValue(value: string, option: string, font: boolean): void {
   const marks = [...value].filter((c) => markIndex(c) !== undefined).length;
   if (marks === 0) {
-    checkRelativeFile(value, option, { role: 'input' });
+    if (font && isFontPath(value)) checkFontPath(value, option, 'file');
+    else checkRelativeFile(value, option, { role: 'input' });
   } else if (marks > 1 || value.length !== 1) {
     throw new CommandRejected(`${option} must be a placeholder alone, such as {{in_1}}, or a relative name, not both`);
   }

@@ -75,7 +75,14 @@ export const FILTER_OPTION_ORDER: Readonly<Record<string, readonly (readonly str
   ],
 };
 
-export class KeylessValueError extends Error {}
+/** A value without a key when no option is left for it; `index` is that value's position. */
+export class KeylessValueError extends Error {
+  readonly index: number;
+  constructor(message: string, index: number) {
+    super(message);
+    this.index = index;
+  }
+}
 
 /**
  * The name of the option each value sets, following process_options (libavfilter/avfilter.c) as
@@ -105,7 +112,7 @@ export function optionNames(groups: readonly (readonly string[])[], args: readon
       cursor = options.findIndex((option) => option.name === arg.key);
       return arg.key;
     }
-    if (offered === undefined) throw new KeylessValueError(`value ${i + 1} has no key and no option is left for it`);
+    if (offered === undefined) throw new KeylessValueError(`value ${i + 1} has no key and no option is left for it`, i);
     return offered;
   });
 }

@@ -32,10 +32,19 @@ export interface ParsedGraph {
   placeholderLevels: Quoting[][];
 }
 
+/**
+ * A graph the parser cannot read. `ffmpegMessage` is set when ffmpeg cannot read it either, in
+ * ffmpeg's words (5.1's graphparser.c and avfilter.c); without it the text is the service's own
+ * refusal (a placeholder where no file can stand, too many filters). `filtersBefore` are the filters
+ * read before the error: ffmpeg creates them before it stops.
+ */
 export class FiltergraphSyntaxError extends Error {
-  constructor(message: string) {
+  readonly ffmpegMessage?: string;
+  filtersBefore: FilterInstance[] = [];
+  constructor(message: string, ffmpegMessage?: string) {
     super(message);
     this.name = 'FiltergraphSyntaxError';
+    this.ffmpegMessage = ffmpegMessage;
   }
 }
 
@@ -43,16 +52,16 @@ const WHITESPACE = ' \n\t\r';
 const MAX_FILTERS = 500;
 
 /** How av_get_token read a placeholder mark. */
-type MarkReading = Quoting | 'escaped' | 'unclosed';
+export type MarkReading = Quoting | 'escaped' | 'unclosed';
 
-interface Token {
+export interface Token {
   value: string;
   end: number;
   marks: { index: number; reading: MarkReading }[];
 }
 
 /** Port of av_get_token: reads up to an unquoted, unescaped char of `terms`, removing one level of quoting. */
-function readToken(text: string, from: number, terms: string): Token {
+export function readToken(text: string, from: number, terms: string): Token {
   let p = skipWhitespace(text, from);
   let out = '';
   let protectedLength = 0; // trailing whitespace is trimmed, except what was quoted or escaped
@@ -107,8 +116,18 @@ function readLabels(text: string, from: number, labels: string[]): number {
   while (text[p] === '[') {
     const token = readToken(text, p + 1, ']');
     noPlaceholderIn(token, 'link label');
-    if (token.value === '') throw new FiltergraphSyntaxError(`empty link label near "${text.slice(p, p + 20)}"`);
-    if (text[token.end] !== ']') throw new FiltergraphSyntaxError(`unclosed '[' near "${text.slice(p, p + 20)}"`);
+    if (token.value === '') {
+      throw new FiltergraphSyntaxError(
+        `empty link label near "${text.slice(p, p + 20)}"`,
+        `Bad (empty?) label found in the following: "${text.slice(p)}".`,
+      );
+    }
+    if (text[token.end] !== ']') {
+      throw new FiltergraphSyntaxError(
+        `unclosed '[' near "${text.slice(p, p + 20)}"`,
+        `Mismatched '[' found in the following: "${text.slice(p)}".`,
+      );
+    }
     labels.push(token.value);
     p = skipWhitespace(text, token.end + 1);
   }
@@ -120,7 +139,7 @@ function isKeyChar(c: string | undefined): boolean {
 }
 
 /** Port of get_key in av_opt_get_key_value: a key is [A-Za-z0-9-_/.]* followed by optional spaces and '='. */
-function readKey(args: string, from: number): { key: string; end: number } | undefined {
+export function readKey(args: string, from: number): { key: string; end: number } | undefined {
   let p = skipWhitespace(args, from);
   const start = p;
   while (isKeyChar(args[p])) p++;
@@ -150,18 +169,23 @@ class GraphReader {
       const token = readToken(args, key ? key.end : p, ':');
       this.record(token);
       p = token.end < args.length ? token.end + 1 : token.end;
-      if (key && key.key === '') throw new FiltergraphSyntaxError(`filter "${filter.name}": option with an empty name`);
+      if (key && key.key === '') {
+        throw new FiltergraphSyntaxError(`filter "${filter.name}": option with an empty name`, "Option '' not found");
+      }
       filter.args.push(key ? { key: key.key, value: token.value } : { value: token.value });
     }
   }
 
+  /** The filters read so far (all of them once `read` returns). */
+  readonly filters: FilterInstance[] = [];
+
   read(text: string): FilterInstance[] {
-    const filters: FilterInstance[] = [];
+    const filters = this.filters;
     let p = skipWhitespace(text, 0);
     if (text.startsWith('sws_flags=', p)) {
       // Graph-wide scaler flags; ffmpeg appends them to every scale filter's options.
       const end = text.indexOf(';', p);
-      if (end < 0) throw new FiltergraphSyntaxError('sws_flags is not terminated with ";"');
+      if (end < 0) throw new FiltergraphSyntaxError('sws_flags is not terminated with ";"', "sws_flags not terminated with ';'.");
       const flags = text.slice(p + 'sws_flags='.length, end);
       if (!/^[A-Za-z0-9_+\-|.]*$/.test(flags)) throw new FiltergraphSyntaxError(`unexpected sws_flags "${flags}"`);
       p = end + 1;
@@ -176,7 +200,7 @@ class GraphReader {
       noPlaceholderIn(nameToken, 'filter name');
       p = nameToken.end;
       if (nameToken.value === '') {
-        throw new FiltergraphSyntaxError(`missing filter name near "${text.slice(Math.max(0, p - 10), p + 10)}"`);
+        throw new FiltergraphSyntaxError(`missing filter name near "${text.slice(Math.max(0, p - 10), p + 10)}"`, "No such filter: ''");
       }
       const filter: FilterInstance = { ...splitInstance(nameToken.value), args: [], inputLabels, outputLabels: [] };
       if (text[p] === '=') {
@@ -185,14 +209,17 @@ class GraphReader {
         p = args.end;
         this.readFilterArgs(args.value, filter);
       }
+      filters.push(filter); // ffmpeg creates it before it reads the output labels
       p = readLabels(text, p, filter.outputLabels);
       p = skipWhitespace(text, p);
       separator = text[p];
       p++;
-      filters.push(filter);
     } while (separator === ',' || separator === ';');
     if (separator !== undefined) {
-      throw new FiltergraphSyntaxError(`cannot parse the graph from "${text.slice(p - 1, p + 29)}"`);
+      throw new FiltergraphSyntaxError(
+        `cannot parse the graph from "${text.slice(p - 1, p + 29)}"`,
+        `Unable to parse graph description substring: "${text.slice(p - 1)}"`,
+      );
     }
     return filters;
   }
@@ -208,6 +235,11 @@ function splitInstance(fullName: string): { name: string; instance?: string } {
 /** Parses a filtergraph (`-vf`, `-af`, `-filter_complex`, a lavfi input) into its filters. */
 export function parseFiltergraph(text: string): ParsedGraph {
   const reader = new GraphReader();
-  const filters = reader.read(text);
-  return { filters, placeholderLevels: reader.placeholderLevels };
+  try {
+    const filters = reader.read(text);
+    return { filters, placeholderLevels: reader.placeholderLevels };
+  } catch (error) {
+    if (error instanceof FiltergraphSyntaxError) error.filtersBefore = [...reader.filters];
+    throw error;
+  }
 }

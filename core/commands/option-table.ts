@@ -171,13 +171,12 @@ export const OUTPUT_FORMATS: ReadonlySet<string> = new Set([
   'yuv4mpegpipe', 'gif', 'apng', 'webp', 'avif', 'image2', 'mp3', 'mp2', 'adts', 'ac3', 'eac3', 'wav', 'w64',
   'flac', 'ogg', 'oga', 'ogv', 'opus', 'spx', 'wv', 'aiff', 'caf', 'amr', 's16le', 's16be', 's24le', 's32le',
   'f32le', 'f64le', 'u8', 'mulaw', 'alaw', 'srt', 'webvtt', 'ass', 'ttml', 'ffmetadata', 'null', 'hls', 'dash',
-  'segment', 'stream_segment', 'ssegment',
+  'segment', 'stream_segment', 'ssegment', 'tee',
 ]);
 
 /** Why a known but refused format is refused, for a clearer message than "not allowed". */
 // prettier-ignore
 export const REFUSED_FORMATS: ReadonlyMap<string, string> = new Map(Object.entries({
-  tee: 'it writes to arbitrary destinations',
   fifo: 'it wraps other muxers without checks',
   fifo_test: 'it is a test muxer',
   image2pipe: 'pipes are not available',

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildFfmpegArgv } from '../media/ffmpeg-args.ts';
 import { makeMediaFixtures } from './testing/ffmpeg-test-support.ts';
-import { parseFfmpegCommand } from './parse.ts';
+import { checkFfmpegCommand, parseFfmpegCommand } from './parse.ts';
 import type { ParseOptions } from './parse.ts';
 import { BITSTREAM_FILTERS, INPUT_FORMATS, OPTION_TABLE, OUTPUT_FORMATS } from './option-table.ts';
 import type { OptionSpec } from './option-table.ts';
@@ -218,7 +218,8 @@ describe('parseFfmpegCommand refuses', () => {
     // options
     ['-filter_script graph.txt -i {{in_1}} {{out_1}}', 'option -filter_script is not allowed (it reads a file)'],
     ['-filter_complex_script graph.txt -i {{in_1}} {{out_1}}', 'option -filter_complex_script is not allowed'],
-    ['-i {{in_1}} -attach /etc/passwd {{out_1}}', '-attach "/etc/passwd": absolute paths are not allowed'],
+    ['-i {{in_1}} -attach /etc/passwd {{out_1}}', '-attach "/etc/passwd": it is outside the font folders'],
+    ['-i {{in_1}} -attach /usr/share/fonts/../../../etc/passwd {{out_1}}', '"." and ".." are not allowed'],
     ['-i {{in_1}} -attach {{out_2}} {{out_1}}', '{{out_2}} is an output file of this command'],
     ['-i {{in_1}} -attach x{{in_2}} {{out_1}}', 'a file is a placeholder alone, such as {{in_1}}, or a relative name'],
     ['-i x.mp4 -attach out.mp4 out.mp4', '"out.mp4" is both read and written', folder],
@@ -244,10 +245,9 @@ describe('parseFfmpegCommand refuses', () => {
     ['-max_alloc 99999999999 -i {{in_1}} {{out_1}}', 'option -max_alloc is not allowed'],
     ['-progress progress.txt -i {{in_1}} {{out_1}}', 'option -progress is not allowed'],
     ['-/filter_complex graph.txt -i {{in_1}} {{out_1}}', 'the -/option form reads the value from a file'],
-    ['-i {{in_1}} -foo 1 {{out_1}}', 'option -foo is unknown or not supported'],
-    ['-i {{in_1}} -constructor 1 {{out_1}}', 'option -constructor is unknown or not supported'],
-    ['-i {{in_1}} -f constructor {{out_1}}', '-f constructor is not allowed for outputs (it is unknown or not supported)'],
-    ['-i {{in_1}} -vf __proto__ {{out_1}}', 'filter "__proto__" in -vf is unknown or not allowed'],
+    ['-i {{in_1}} -filter_script:v x.txt {{out_1}}', 'option -filter_script is not allowed (it reads a file)'],
+    ['-i {{in_1}} -rtbufsize 1 {{out_1}}', 'option -rtbufsize is not supported'],
+    ['-i {{in_1}} -vf tmidequalizer {{out_1}}', 'filter "tmidequalizer" in -vf is not allowed'],
     ['-i {{in_1}} -- {{out_1}}', '"--" is not supported'],
     ['-i:v {{in_1}} {{out_1}}', 'write -i:v as -i, without a stream specifier'],
     ['-i {{in_1}} -c:v:/x libx264 {{out_1}}', 'invalid stream specifier'],
@@ -271,17 +271,15 @@ describe('parseFfmpegCommand refuses', () => {
     ['-i', 'option -i needs a value'],
     ['-i {{in_1}} -c:v', 'option -c:v needs a value'],
     // formats
-    ['-i {{in_1}} -f tee "[f=mp4]a.mp4|[f=mp4]b.mp4"', '-f tee is not allowed for outputs (it writes to arbitrary destinations)'],
+    ['-i {{in_1}} -f tee "[f=mp4]a.mp4|[f=mp4]b.mp4"', '-f tee slave 1: its file "a.mp4" must be an output placeholder'],
     ['-f x11grab -i :0.0 {{out_1}}', '-f x11grab is not allowed for inputs (it is a capture or playback device)'],
     ['-f v4l2 -i dev {{out_1}}', 'capture or playback device'],
     ['-f alsa -i default {{out_1}}', 'capture or playback device'],
     ['-i {{in_1}} -f pulse default', '-f pulse is not allowed for outputs (it is a capture or playback device)', folder],
-    ['-i {{in_1}} -f lavfi {{out_1}}', '-f lavfi is not allowed for outputs (it can only be used for inputs)'],
     ['-i {{in_1}} -f image2pipe {{out_1}}', 'pipes are not available'],
     ['-f hls -i {{in_1}} {{out_1}}', 'it opens the files a playlist names'],
-    ['-f fifo -i {{in_1}} {{out_1}}', '-f fifo is not allowed'],
+    ['-i {{in_1}} -f fifo {{out_1}}', '-f fifo is not allowed'],
     ['-i {{in_1}} -f "mp4,tee" {{out_1}}', 'is not a format name'],
-    ['-f nosuchformat -i {{in_1}} {{out_1}}', 'unknown or not supported'],
     // placeholders
     ['-i {{in_9}} {{out_1}}', '{{in_9}} is used in ffmpeg_command but not declared in input_files'],
     ['-i {{in_1}} {{out_9}}', '{{out_9}} is used in ffmpeg_command but not declared in output_files'],
@@ -314,7 +312,8 @@ describe('parseFfmpegCommand refuses', () => {
     [String.raw`-i {{in_1}} -vf "movie='http\://169.254.169.254/x'" {{out_1}}`, 'protocols (like file:, http:, concat:)'],
     ['-i {{in_1}} -vf "subtitles=../../etc/passwd" {{out_1}}', '".." is not allowed'],
     ['-i {{in_1}} -filter:v:0 "amovie=/dev/urandom" {{out_1}}', 'option "filename" of filter "amovie" in -filter:v:0'],
-    ['-i {{in_1}} -vf "drawtext=fontfile=/usr/share/fonts/x.ttf:text=x" {{out_1}}', 'option "fontfile" of filter "drawtext"'],
+    ['-i {{in_1}} -vf "drawtext=fontfile=/usr/share/fonts/../x.ttf:text=x" {{out_1}}', 'option "fontfile" of filter "drawtext"'],
+    ['-i {{in_1}} -vf "drawtext=fontfile=/proc/self/root/usr/share/fonts/x.ttf" {{out_1}}', 'outside the font folders'],
     ['-i {{in_1}} -vf "lut3d=/etc/x.cube" {{out_1}}', 'option "file" of filter "lut3d"'],
     ['-i {{in_1}} -af "ladspa=file=cmt:amp_mono" {{out_1}}', 'filter "ladspa" is not allowed in -af (it loads plugins)'],
     ['-i {{in_1}} -af "lv2=p=http\\://x" {{out_1}}', 'filter "lv2" is not allowed'],
@@ -325,7 +324,6 @@ describe('parseFfmpegCommand refuses', () => {
     ['-f lavfi -i "movie={{in_1}}:f=lavfi" {{out_1}}', 'format lavfi would run a filtergraph'],
     ['-f lavfi -i {{in_1}} {{out_1}}', 'with -f lavfi, -i takes a filtergraph'],
     ['-i {{in_1}} -vf "drawtext=text=hi:/etc/passwd" {{out_1}}', 'option "textfile" of filter "drawtext" in -vf "/etc/passwd"'],
-    ['-i {{in_1}} -vf "scale=1:1," {{out_1}}', 'invalid filtergraph in -vf'],
     // text as a whole
     ['', 'ffmpeg_command is empty'],
     ['ffmpeg', 'ffmpeg_command is empty'],
@@ -341,6 +339,95 @@ describe('parseFfmpegCommand refuses', () => {
   for (const [command, fragment, opts] of cases) {
     test(`${command.slice(0, 90)} -> ${fragment}`, () => {
       const message = rejection(command, opts ?? single);
+      assert.ok(message.includes(fragment), `message was: ${message}`);
+    });
+  }
+});
+
+describe('checkFfmpegCommand leaves to ffmpeg', () => {
+  // [command, ffmpeg's message, options]: accepted, and ffmpeg would stop with this message.
+  const cases: [string, string, ParseOptions?][] = [
+    ['-i {{in_1}} -foo 1 {{out_1}}', "Unrecognized option 'foo'.\nError splitting the argument list: Option not found"],
+    ['-i {{in_1}} -constructor 1 {{out_1}}', "Unrecognized option 'constructor'."],
+    ['-i {{in_1}} -foo:v -i /etc/passwd', "Unrecognized option 'foo:v'."], // ffmpeg reads no further
+    ['-i {{in_1}} -f constructor {{out_1}}', "Requested output format 'constructor' is not a suitable output format"],
+    ['-i {{in_1}} -f lavfi {{out_1}}', "Requested output format 'lavfi' is not a suitable output format"],
+    ['-f nosuchformat -i {{in_1}} {{out_1}}', "Unknown input format: 'nosuchformat'"],
+    ['-f fifo -i {{in_1}} {{out_1}}', "Unknown input format: 'fifo'"],
+    ['-i {{in_1}} -vf __proto__ {{out_1}}', "No such filter: '__proto__'"],
+    ['-i {{in_1}} -vf nosuchfilter {{out_1}}', "No such filter: 'nosuchfilter'"],
+    ['-i {{in_1}} -vf "scale=1:1," {{out_1}}', "No such filter: ''"],
+    [
+      `-i {{in_1}} -vf "drawtext=text='it's':fontsize=24:enable='gte(t,1)'" {{out_1}}`,
+      "Error when evaluating the expression 'gte(t' for enable",
+    ],
+    // ffmpeg stops at the first: options, then inputs, then -filter_complex, then outputs, then -vf
+    ['-i {{in_1}} -vf nosuch1 -f nosuchmux {{out_1}}', "Requested output format 'nosuchmux'"],
+    ['-i {{in_1}} -filter_complex "[0:v]nosuch2" -f nosuchmux {{out_1}}', "No such filter: 'nosuch2'"],
+    ['-f nosuchdemux -i {{in_1}} -filter_complex "[0:v]nosuch2" {{out_1}}', "Unknown input format: 'nosuchdemux'"],
+    ['-f lavfi -i "nosuchsrc" {{out_1}}', "No such filter: 'nosuchsrc'"],
+    ['-i {{in_1}} -vf "subtitles={{in_2}}:fontsdir=.,[x" {{out_1}}', `Mismatched '[' found in the following: "[x".`],
+  ];
+  for (const [command, message, opts] of cases) {
+    test(`${command.slice(0, 90)} -> ${message.split('\n')[0]}`, () => {
+      const { ffmpegFailure } = checkFfmpegCommand(command, opts ?? single);
+      assert.ok(ffmpegFailure?.startsWith(message), `ffmpegFailure was: ${ffmpegFailure}`);
+      assert.throws(() => parseFfmpegCommand(command, opts ?? single), CommandRejected);
+    });
+  }
+
+  test('still refuses what the service never allows, wherever the graph stops', () => {
+    for (const command of [
+      '-i {{in_1}} -vf "nosuchfilter,movie=/etc/passwd" {{out_1}}',
+      '-i {{in_1}} -vf "movie=/etc/passwd[]" {{out_1}}',
+      '-i {{in_1}} -vf "scale=1:1,," -protocol_whitelist http {{out_1}}',
+      '-i {{in_1}} -vf nosuchfilter {{out_9}}',
+    ]) {
+      assert.throws(() => checkFfmpegCommand(command, single), CommandRejected, command);
+    }
+  });
+});
+
+describe('tee outputs', () => {
+  const two: ParseOptions = { inputAliases: new Set(['in_1']), outputAliases: new Set(['out_1', 'out_2']) };
+  test('every slave writes an output placeholder, escaped for the slave level', () => {
+    const parsed = parseFfmpegCommand(
+      '-i {{in_1}} -map 0 -f tee "[f=mp4:movflags=+faststart]{{out_1}}|[f=matroska:select=v]\'{{out_2}}\'"',
+      two,
+    );
+    assert.deepEqual(parsed.outputAliases, ['out_1', 'out_2']);
+    const argv = buildFfmpegArgv(parsed, (alias) => `.out/${alias}/a b|c.mp4`, { threads: 1 });
+    assert.equal(argv.at(-1), String.raw`[f=mp4:movflags=+faststart]\.out/out_1/a\ b\|c.mp4|[f=matroska:select=v]'.out/out_2/a b|c.mp4'`);
+  });
+  test('with OUTPUT_FOLDER, slaves may write relative names', () => {
+    const parsed = parseFfmpegCommand('-i {{in_1}} -f tee "[f=mp4]a.mp4|[f=webm:onfail=ignore]b/c.webm"', folder);
+    assert.deepEqual(parsed.outputs[0].target, '[f=mp4]a.mp4|[f=webm:onfail=ignore]b/c.webm');
+  });
+  const refusals: [string, string, ParseOptions?][] = [
+    ['-i {{in_1}} -f tee "[f=mp4]{{out_1}}|[f=mp4]/tmp/x.mp4"', 'slave 2: its file "/tmp/x.mp4" must be an output placeholder'],
+    ['-i {{in_1}} -f tee "[f=mp4]{{out_1}}|/tmp/x.mp4"', 'slave 2'],
+    ['-i {{in_1}} -f tee "[f=mp4]a.mp4|[f=mp4]/abs/x.mp4"', 'absolute paths are not allowed', folder],
+    ['-i {{in_1}} -f tee "[f=mp4]a.mp4|[f=mp4]../x.mp4"', '".." is not allowed', folder],
+    ['-i {{in_1}} -f tee "a.mp4|tcp://10.0.0.1:9/x"', 'protocols', folder],
+    ['-i {{in_1}} -f tee "a.mp4|file:/etc/x"', 'protocols', folder],
+    ['-i {{in_1}} -f tee "a.mp4|\'file:x\'"', 'protocols', folder],
+    [String.raw`-i {{in_1}} -f tee "a.mp4|fi\le\:x"`, 'protocols', folder],
+    ['-i {{in_1}} -f tee "[f=mp4:hls_segment_filename=/tmp/x]a.mp4"', 'option "hls_segment_filename" is not allowed', folder],
+    ['-i {{in_1}} -f tee "[f=mp4:protocol_whitelist=tcp]a.mp4"', 'option "protocol_whitelist" is not allowed', folder],
+    ['-i {{in_1}} -f tee "[use_fifo=1]a.mp4"', 'option "use_fifo" is not allowed', folder],
+    ['-i {{in_1}} -f tee "[f=tee]a.mp4"', 'option "f"', folder],
+    ['-i {{in_1}} -f tee "[f=hls]a.m3u8"', 'option "f"', folder],
+    ['-i {{in_1}} -f tee "[f=mp4:movflags=a/b]a.mp4"', 'option "movflags"', folder],
+    ['-i {{in_1}} -f tee "[f=mp4]{{out_1}}|[f=mp4]{{out_1}}"', 'used as more than one output', two],
+    ['-i {{in_1}} -f tee "[f=mp4]{{in_1}}"', 'is an input file and cannot be used as an output', two],
+    ['-i {{in_1}} -f tee "[f=mp4]x{{out_1}}"', 'a placeholder alone', two],
+    ['-i {{in_1}} -f tee "[f={{out_2}}]{{out_1}}"', 'a placeholder can only be the slave', two],
+    ['-i {{in_1}} -f tee "[f=mp4{{out_1}}"', 'slave 1', two],
+    ['-i {{in_1}} -f tee "a.mp4|a.mp4"', 'written twice', folder],
+  ];
+  for (const [command, fragment, opts] of refusals) {
+    test(`refuses ${command.slice(0, 90)}`, () => {
+      const message = rejection(command, opts ?? two);
       assert.ok(message.includes(fragment), `message was: ${message}`);
     });
   }
@@ -596,6 +683,17 @@ describe('accepted commands run with the real ffmpeg', () => {
       opts: withPlaced,
       setup: placeFixtures,
       check: async (cwd) => assert.ok((await streamTypes(cwd, 'with-font.mkv')).includes('attachment,font/ttf')),
+    },
+    {
+      // A system font by its path, and tee writing two files whose names need escaping at the slave level
+      // (matroska needs the encoders' global headers, or tee drops that slave and goes on).
+      command:
+        '-i {{in_1}} -vf "drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:text=Hi" -c:v libx264 -preset ultrafast ' +
+        '-c:a aac -flags +global_header -map 0 -f tee "[f=mp4:movflags=+faststart]{{out_1}}|[f=matroska:select=v]{{out_2}}"',
+      files: { ...inputs, out_1: 'tee|one [a].mp4', out_2: "tee two's.mkv" },
+      expect: ['tee|one [a].mp4', "tee two's.mkv"],
+      opts: { ...single, outputAliases: new Set(['out_1', 'out_2']) },
+      check: async (cwd) => assert.deepEqual(await streamTypes(cwd, "tee two's.mkv"), ['video']),
     },
     {
       command: `-i {{in_1}} -filter_complex "[0:v]drawtext=text='LEVEL\\: 3':fontsize=42[v]" -map "[v]" -frames:v 1 {{out_1}}`,

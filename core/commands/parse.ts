@@ -5,6 +5,10 @@
 // reads.
 import { splitCommandLine } from './command-line.ts';
 import { checkFiltergraph } from './filter-check.ts';
+import { FfmpegPhase, firstFailure, type FfmpegFailure } from './ffmpeg-failure.ts';
+import { FFMPEG_DEMUXERS, FFMPEG_MUXERS, FFMPEG_OPTIONS } from './ffmpeg-names.ts';
+import { checkFontPath, isFontPath } from './font-path.ts';
+import { checkTeeOutput } from './tee-output.ts';
 import {
   BITSTREAM_FILTERS,
   ENCODER_PARAM_KEYS,
@@ -42,9 +46,37 @@ export const COMMAND_LIMITS = {
   maxOutputs: 20,
 } as const;
 
-/** Parses and checks one ffmpeg command line. Throws CommandRejected. */
+/** A command line that passed the checks; ffmpeg may still stop on it (`ffmpegFailure`). */
+export interface CheckedCommand {
+  command: ParsedCommand;
+  /**
+   * What ffmpeg says when it stops on this command (a filter, option or format it does not know, a
+   * filtergraph it cannot read): the command must not run and ends FAILED with this message. Null
+   * when nothing of the kind was found.
+   */
+  ffmpegFailure: string | null;
+}
+
+/**
+ * Parses and checks one ffmpeg command line. Throws CommandRejected (a 422) for what the request gets
+ * wrong or what the service never allows; returns what only ffmpeg judges as `ffmpegFailure`.
+ */
+export function checkFfmpegCommand(text: string, opts: ParseOptions): CheckedCommand {
+  const sorter = new CommandSorter(opts);
+  const command = sorter.sort(tokenize(text));
+  return { command, ffmpegFailure: firstFailure(sorter.failures)?.message ?? null };
+}
+
+/** As checkFfmpegCommand, for commands that must run: a failure ffmpeg would meet is a CommandRejected too. */
 export function parseFfmpegCommand(text: string, opts: ParseOptions): ParsedCommand {
-  return new CommandSorter(opts).sort(tokenize(text));
+  const { command, ffmpegFailure } = checkFfmpegCommand(text, opts);
+  if (ffmpegFailure !== null) throw new CommandRejected(ffmpegFailure);
+  return command;
+}
+
+/** True when ffmpeg knows the option (also in its -noNAME form for flags): the service refuses it rather than ffmpeg. */
+function ffmpegKnowsOption(name: string): boolean {
+  return FFMPEG_OPTIONS.has(name) || OPTION_TABLE.has(name) || (name.startsWith('no') && FFMPEG_OPTIONS.has(name.slice(2)));
 }
 
 function tokenize(text: string): string[] {
@@ -81,6 +113,10 @@ class CommandSorter {
   private readonly relativeOutputs = new Set<string>();
   private readonly relativeInputs = new Set<string>();
   private pending: PendingOption[] = [];
+  /** What ffmpeg would stop on, in the order found. */
+  readonly failures: FfmpegFailure[] = [];
+  /** An option ffmpeg does not know was met: ffmpeg reads no further, and neither does the parser. */
+  private stopped = false;
 
   constructor(opts: ParseOptions) {
     this.opts = opts;
@@ -93,7 +129,7 @@ class CommandSorter {
       if (i >= tokens.length) throw new CommandRejected(`option ${optionToken} needs a value`);
       return tokens[i];
     };
-    for (; i < tokens.length; i++) {
+    for (; i < tokens.length && !this.stopped; i++) {
       const token = tokens[i];
       if (token.startsWith('-') && token.length > 1) {
         if (token === '-i') this.addInput(nextValue(token));
@@ -102,11 +138,16 @@ class CommandSorter {
         this.addOutput(token);
       }
     }
+    if (this.stopped) return this.parsed();
     if (this.pending.length > 0) {
       const names = this.pending.map((p) => p.token).join(' ');
       throw new CommandRejected(`${names} at the end of ffmpeg_command apply to no file; put them before the output file`);
     }
     if (this.outputs.length === 0) throw new CommandRejected('ffmpeg_command has no output file');
+    return this.parsed();
+  }
+
+  private parsed(): ParsedCommand {
     return {
       globals: this.globals,
       inputs: this.inputs,
@@ -129,7 +170,15 @@ class CommandSorter {
     const spec = OPTION_TABLE.get(base);
     if (!spec) {
       const reason = REFUSED_OPTIONS.get(base);
-      throw new CommandRejected(reason ? `option -${base} is not allowed (${reason})` : `option -${base} is unknown or not supported`);
+      if (reason) throw new CommandRejected(`option -${base} is not allowed (${reason})`);
+      if (ffmpegKnowsOption(base)) throw new CommandRejected(`option -${base} is not supported`);
+      // ffmpeg stops at an option it does not know, before it opens anything (cmdutils.c).
+      this.failures.push({
+        phase: FfmpegPhase.options,
+        message: `Unrecognized option '${name}'.\nError splitting the argument list: Option not found`,
+      });
+      this.stopped = true;
+      return;
     }
     if (!/^[A-Za-z0-9_:#.-]*$/.test(specifier)) {
       throw new CommandRejected(`option ${token} has an invalid stream specifier`);
@@ -152,11 +201,13 @@ class CommandSorter {
         return checkRelativeFile(wholeOrNone(pieces, token, 'output'), token, { role: 'output' });
       case 'inputFile':
         if (alias !== undefined) return this.useInputAlias(alias);
+        // -attach a system font (font-path.ts)
+        if (isFontPath(value) && !pieces.some((piece) => typeof piece !== 'string')) return checkFontPath(value, token, 'file');
         return this.relativeInput(checkRelativeFile(wholeOrNone(pieces, token, 'input'), token, { role: 'input' }));
       case 'text':
         return this.textArg(pieces);
       case 'filtergraph':
-        return this.graphArg(pieces, token);
+        return this.graphArg(pieces, token, spec.scope === 'global' ? FfmpegPhase.complexGraphs : FfmpegPhase.simpleGraphs);
       case 'codec':
       case 'format':
       case 'relativeFile':
@@ -193,7 +244,14 @@ class CommandSorter {
       options.push(...args);
     }
     this.pending = [];
-    if (format !== undefined) {
+    if (format !== undefined && !(role === 'input' ? FFMPEG_DEMUXERS : FFMPEG_MUXERS).has(format)) {
+      // ffmpeg does not know it: it stops there, with these words (ffmpeg_opt.c).
+      this.failures.push(
+        role === 'input'
+          ? { phase: FfmpegPhase.inputs, message: `Unknown input format: '${format}'` }
+          : { phase: FfmpegPhase.outputs, message: `Requested output format '${format}' is not a suitable output format` },
+      );
+    } else if (format !== undefined) {
       const refusal = formatRefusal(format, role);
       if (refusal) throw new CommandRejected(`-f ${format} is not allowed for ${role}s (${refusal})`);
     }
@@ -212,7 +270,7 @@ class CommandSorter {
       if (alias !== undefined) {
         throw new CommandRejected(`with -f lavfi, -i takes a filtergraph such as "testsrc=d=5", not the file {{${alias}}}`);
       }
-      target = this.graphArg(pieces, '-i (lavfi input)');
+      target = this.graphArg(pieces, '-i (lavfi input)', FfmpegPhase.inputs);
     } else if (alias !== undefined) {
       target = this.useInputAlias(alias);
     } else {
@@ -230,7 +288,9 @@ class CommandSorter {
     const alias = wholePlaceholder(pieces);
     const { options, format } = this.takePending('output', `output ${clip(token)}`);
     let target: Arg;
-    if (alias !== undefined) {
+    if (format === 'tee') {
+      target = this.teeTarget(pieces);
+    } else if (alias !== undefined) {
       target = this.useOutputAlias(alias);
     } else if (format === 'null' && (token === '-' || token === '/dev/null')) {
       target = token; // the null muxer never opens its target
@@ -262,10 +322,45 @@ class CommandSorter {
     return { template: pieces.map((piece) => (typeof piece === 'string' ? piece : this.placeholderPart(piece.alias, []))) };
   }
 
-  /** A filtergraph: parsed with its placeholders as marks, so each one's quoting is known. */
-  private graphArg(pieces: ArgPiece[], where: string): Arg {
-    const graph = checkFiltergraph(markPlaceholders(pieces), where);
+  /** A tee output: each slave's file is an output placeholder (or a relative name with OUTPUT_FOLDER). */
+  private teeTarget(pieces: ArgPiece[]): Arg {
+    const files = checkTeeOutput(markPlaceholders(pieces), this.opts.outputFolder ?? false);
+    const levels = new Map<number, Quoting[]>();
+    for (const file of files) {
+      if ('name' in file) {
+        if (this.relativeOutputs.has(file.name)) throw new CommandRejected(`output "${file.name}" is written twice`);
+        if (this.relativeInputs.has(file.name)) throw new CommandRejected(`"${file.name}" is both read and written`);
+        this.relativeOutputs.add(file.name);
+      } else {
+        levels.set(file.placeholder, [file.quoting]);
+      }
+    }
     if (pieces.every((piece) => typeof piece === 'string')) return pieces.join('');
+    let index = 0;
+    const template = pieces.map((piece): TemplatePart => {
+      if (typeof piece === 'string') return piece;
+      const quoting = levels.get(index++);
+      if (!quoting) throw new Error(`placeholder ${index} of a tee output is no slave's file`); // checkTeeOutput refuses it
+      this.useOutputAlias(piece.alias);
+      return { alias: piece.alias, levels: quoting };
+    });
+    return { template };
+  }
+
+  /**
+   * A filtergraph: parsed with its placeholders as marks, so each one's quoting is known. A graph
+   * ffmpeg stops on is recorded in `failures` (with `phase`, when ffmpeg creates it); one the parser
+   * could not read either stays as written, and never runs.
+   */
+  private graphArg(pieces: ArgPiece[], where: string, phase: FfmpegPhase): Arg {
+    const { graph, ffmpegFailure } = checkFiltergraph(markPlaceholders(pieces), where);
+    if (ffmpegFailure !== null) this.failures.push({ phase, message: ffmpegFailure });
+    if (pieces.every((piece) => typeof piece === 'string')) return pieces.join('');
+    if (graph === null) {
+      // The placeholders still name files the request must declare; the text is never run.
+      for (const piece of pieces) if (typeof piece !== 'string') this.useInputAlias(piece.alias);
+      return pieces.map((piece) => (typeof piece === 'string' ? piece : `{{${piece.alias}}}`)).join('');
+    }
     let index = 0;
     const template = pieces.map((piece): TemplatePart => {
       if (typeof piece === 'string') return piece;
@@ -384,7 +479,12 @@ function checkPlainValue(spec: OptionSpec, kind: PlainValueKind, token: string, 
       checkBitstreamFilters(token, value);
       return value;
     case 'muxer': {
-      const refusal = /^[A-Za-z0-9_]+$/.test(value) ? formatRefusal(value.toLowerCase(), 'output') : 'it is not a format name';
+      const format = value.toLowerCase();
+      const refusal = !/^[A-Za-z0-9_]+$/.test(value)
+        ? 'it is not a format name'
+        : format === 'tee'
+          ? 'a segment cannot be a tee; write -f tee with its slaves as an output'
+          : formatRefusal(format, 'output');
       if (refusal) throw new CommandRejected(`${token} ${clip(value)} is not allowed (${refusal})`);
       return value;
     }
