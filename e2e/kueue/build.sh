@@ -63,20 +63,22 @@ check_toolchain() {
   fi
 }
 
-# with_retries <command...>: runs the command (stdout passed through) up to 4 times while it fails
-# with what looks like a network error (the module proxy timing out or dropping the connection); any
-# other failure ends the build at once.
+# with_retries <command...>: runs the command up to 4 times while it fails with what looks like a
+# network error (the module proxy timing out or dropping the connection); any other failure ends at
+# once. Its stdout is passed on only from the run that succeeded. `go mod download -json` reports
+# its errors on stdout, so both streams are searched.
 with_retries() {
-  local attempt err="$SCRATCH/retry.err" code
+  local attempt out="$SCRATCH/retry.out" err="$SCRATCH/retry.err" code
   for attempt in 1 2 3 4; do
     code=0
-    "$@" 2>"$err" || code=$?
+    "$@" >"$out" 2>"$err" || code=$?
+    cat "$err" >&2
     if ((code == 0)); then
-      cat "$err" >&2
+      cat "$out"
       return 0
     fi
-    cat "$err" >&2
-    if ((attempt < 4)) && grep -qiE 'timeout|timed out|connection (reset|refused)|unexpected EOF|i/o timeout|TLS handshake|temporary failure|no such host|50[234] |too many requests|429' "$err"; then
+    cat "$out" >&2
+    if ((attempt < 4)) && grep -qiE 'timeout|timed out|connection (reset|refused)|unexpected EOF|TLS handshake|temporary failure|no such host|50[234] |too many requests|429' "$out" "$err"; then
       log "network error (attempt $attempt of 4); trying again in $((attempt * 10)) s"
       sleep $((attempt * 10))
       continue
@@ -86,7 +88,8 @@ with_retries() {
 }
 
 start=$SECONDS
-info="$(with_retries go mod download -json "$KUEUE_MODULE@$KUEUE_VERSION")"
+info="$(with_retries go mod download -json "$KUEUE_MODULE@$KUEUE_VERSION")" ||
+  { log "could not download $KUEUE_MODULE@$KUEUE_VERSION"; exit 1; }
 mod_file="$(json_field GoMod <<<"$info")"
 src_dir="$(json_field Dir <<<"$info")"
 [[ -f "$mod_file" && -d "$src_dir" ]] || { log "could not download $KUEUE_MODULE@$KUEUE_VERSION"; exit 1; }
