@@ -61,10 +61,11 @@ FROM debian:bookworm-slim AS base
 # replaces the package version, and a pinned one would stop resolving. usr-is-merged keeps usrmerge
 # (and perl) out. Mesa's OpenGL drivers (and LLVM, ~160 MB) come in through libGL, which ffmpeg links
 # but never uses without a display: removed (--force-depends: nothing else needs them). Named users
-# for the numeric ids the two images run as.
+# for the numeric ids the two images run as. A small common set of fonts (README "Fonts").
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ffmpeg bubblewrap ca-certificates usr-is-merged \
+       fonts-dejavu-core fonts-liberation2 fonts-open-sans \
     && dpkg --purge --force-depends libgl1-mesa-dri libllvm15 libz3-4 \
     && rm -rf /var/lib/apt/lists/* /var/log/* \
     && printf '%s\n' 'ffop:x:10000:10000:ffmpeg-operator:/data:/usr/sbin/nologin' \
