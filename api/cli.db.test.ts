@@ -88,7 +88,7 @@ const TEAM_LIMITS = [
 test('plans: create, change and list them; accounts go on any plan in the database', async () => {
   const created = await cli('plans', 'create', 'team', ...TEAM_LIMITS);
   assert.equal(created.code, 0, created.out.join('\n'));
-  assert.equal((await cli('plans', 'set', 'team', '--max-vcpus', '6', '--private-files', 'no')).code, 0);
+  assert.equal((await cli('plans', 'set', 'team', '--max-vcpus', '6', '--private-files', 'no', '--priority', '7')).code, 0);
   const listed = (await cli('plans')).out;
   assert.deepEqual(listed.find((l) => l.startsWith('team\t'))?.split('\t'), [
     'team',
@@ -98,6 +98,7 @@ test('plans: create, change and list them; accounts go on any plan in the databa
     'storage 0.5 GB',
     'processing 2 GB/month',
     'private files no',
+    'priority 7',
   ]);
   assert.ok(
     listed.some((l) => l.startsWith('pro\tmax vCPUs 32\t')),
@@ -130,6 +131,8 @@ test('plans: mistakes are explained with exit code 2, naming the option', async 
     [['plans', 'set', 'team', '--max-vcpus', '-1'], /--max-vcpus/],
     [['plans', 'set', 'team', '--max-cpus', '1'], /Unknown option '--max-cpus'/],
     [['plans', 'set', 'team'], /nothing to change/],
+    [['plans', 'set', 'team', '--priority=-1'], /--priority must be a whole number from 0, not "-1"/],
+    [['plans', 'set', 'team', '--priority', '2000000'], /priority must be a whole number from 0 to 1000000, not 2000000/],
   ];
   for (const [args, message] of cases) {
     const { code, out } = await cli(...args);

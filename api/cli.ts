@@ -17,11 +17,13 @@ const USAGE = `usage: npm run cli -- <command>
   keys revoke <key-id | full key>              revoke a key
   plans                                        list plans and what they allow
   plans create <name> --max-vcpus N --max-run-seconds N --requests-per-minute N
-        --storage-quota-gb N --processing-quota-gb N --private-files yes|no
-                                               create a plan (every limit is required)
+        --storage-quota-gb N --processing-quota-gb N --private-files yes|no [--priority N]
+                                               create a plan (every limit is required; priority
+                                               defaults to 0: higher-priority plans' queued
+                                               commands start first)
   plans set <name> [--max-vcpus N] [...]       change some limits of a plan (same options)
 ${WEBHOOK_USAGE}
-Plan names are 1 to 40 of a-z, 0-9 and -. Limits are positive; GB = 10^9 bytes (may be decimal).
+Plan names are 1 to 40 of a-z, 0-9 and -. Limits are positive, priority 0 or more; GB = 10^9 bytes (may be decimal).
 The database is the service's (FFOP_DATA_DIR / FFOP_DATABASE_URL, as for the service). While the
 embedded service runs (PGlite allows one process), the command goes through its admin socket.`;
 
@@ -61,7 +63,9 @@ export async function runCli(
       case 'plans create': {
         if (!rest[0]) throw new UsageError('missing plan name');
         const limits = planLimits(values);
-        const missing = Object.keys(PLAN_OPTIONS).filter((o) => (values as Record<string, unknown>)[o] === undefined);
+        const missing = Object.keys(PLAN_OPTIONS).filter(
+          (o) => !OPTIONAL_PLAN_OPTIONS.has(o) && (values as Record<string, unknown>)[o] === undefined,
+        );
         if (missing.length) throw new UsageError(`plans create needs every limit; missing ${missing.map((o) => `--${o}`).join(', ')}`);
         out(`created plan ${planLine(await plans.create({ name: rest[0], ...(limits as PlanLimits) }))}`);
         return 0;
@@ -154,7 +158,10 @@ const PLAN_OPTIONS = {
   'storage-quota-gb': ['storageQuotaBytes', 'gb'],
   'processing-quota-gb': ['processingQuotaBytesPerMonth', 'gb'],
   'private-files': ['privateFiles', 'yes|no'],
+  priority: ['priority', 'priority'],
 } as const;
+/** Options plans create may leave out. */
+const OPTIONAL_PLAN_OPTIONS = new Set(['priority']);
 
 const OPTIONS = {
   plan: { type: 'string' },
@@ -178,6 +185,10 @@ function planLimits(values: Record<string, unknown>): Partial<PlanLimits> {
     if (kind === 'yes|no') {
       if (text !== 'yes' && text !== 'no') throw new UsageError(`--${option} must be yes or no, not "${text}"`);
       limits[field] = text === 'yes';
+    } else if (kind === 'priority') {
+      // 0 is allowed (the lowest); the upper bound is checked with the other limits.
+      if (!/^\d+$/.test(text)) throw new UsageError(`--${option} must be a whole number from 0, not "${text}"`);
+      limits[field] = Number(text);
     } else {
       const n =
         kind === 'count' ? (/^\d+$/.test(text) ? Number(text) : NaN) : /^\d+(\.\d+)?$/.test(text) ? Math.round(Number(text) * GB) : NaN;
@@ -198,6 +209,7 @@ function planLine(p: Plan): string {
     `storage ${p.storageQuotaBytes / GB} GB`,
     `processing ${p.processingQuotaBytesPerMonth / GB} GB/month`,
     `private files ${p.privateFiles ? 'yes' : 'no'}`,
+    `priority ${p.priority}`,
   ].join('\t');
 }
 

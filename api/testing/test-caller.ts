@@ -14,6 +14,7 @@ export function testCaller(requestsPerMinute: number, keyId = 'k1'): Caller {
         storageQuotaBytes: 1e9,
         processingQuotaBytesPerMonth: 1e9,
         requestsPerMinute,
+        priority: 0,
       },
     },
     environment: 'main',

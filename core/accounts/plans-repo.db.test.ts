@@ -18,6 +18,7 @@ const small: Plan = {
   storageQuotaBytes: GB / 2,
   processingQuotaBytesPerMonth: 3 * GB,
   requestsPerMinute: 10,
+  priority: 5,
 };
 
 async function withDb(fn: (db: Awaited<ReturnType<typeof openTestDatabase>>['db']) => Promise<void>) {
@@ -29,7 +30,7 @@ async function withDb(fn: (db: Awaited<ReturnType<typeof openTestDatabase>>['db'
   }
 }
 
-test('the migration creates free and pro with the limits they had when they were code', () =>
+test('the migration creates free and pro with the limits they had when they were code, pro before free in the queue', () =>
   withDb(async (db) => {
     assert.deepEqual(await new PlansRepo(db).list(), [
       {
@@ -40,6 +41,7 @@ test('the migration creates free and pro with the limits they had when they were
         storageQuotaBytes: 5 * GB,
         processingQuotaBytesPerMonth: 20 * GB,
         requestsPerMinute: 120,
+        priority: 0,
       },
       {
         name: 'pro',
@@ -49,6 +51,7 @@ test('the migration creates free and pro with the limits they had when they were
         storageQuotaBytes: 10_000 * GB,
         processingQuotaBytesPerMonth: 100_000 * GB,
         requestsPerMinute: 1200,
+        priority: 10,
       },
     ]);
   }));
@@ -59,11 +62,14 @@ test('an install migrated from before plans were rows keeps its accounts on thei
     await db.execute(sql`alter table accounts drop constraint accounts_plan_plans_name_fk`);
     await db.execute(sql`drop table plans`);
     await db.execute(sql`delete from ffop_migrations where tag = '0003_plans'`);
+    // And before 0007, which adds the plans' priority (and a column of commands).
+    await db.execute(sql`alter table commands drop column step_retries, drop column queue_reason`);
+    await db.execute(sql`delete from ffop_migrations where tag = '0007_queueing'`);
     await db.insert(accounts).values([
       { id: '00000000-0000-4000-8000-000000000001', name: 'old-free', plan: 'free' },
       { id: '00000000-0000-4000-8000-000000000002', name: 'old-pro', plan: 'pro' },
     ]);
-    assert.deepEqual(await applyMigrations(db), ['0003_plans']);
+    assert.deepEqual(await applyMigrations(db), ['0003_plans', '0007_queueing']);
     const repo = new AccountsRepo(db);
     assert.equal((await repo.findAccountByName('old-free'))?.plan.maxVcpus, 4);
     assert.equal((await repo.findAccountByName('old-pro'))?.plan.requestsPerMinute, 1200);
@@ -89,6 +95,9 @@ test('create a plan; a duplicate name or a bad name or limit is refused and noth
       ['requestsPerMinute', 1.5, 'requests_per_minute'],
       ['storageQuotaBytes', Number.NaN, 'storage_quota_bytes'],
       ['maxVcpus', 2 ** 31, 'max_vcpus'],
+      ['priority', -1, 'priority'],
+      ['priority', 0.5, 'priority'],
+      ['priority', 1_000_001, 'priority'],
     ] as const) {
       await assert.rejects(
         plans.create({ ...small, name: 'bad', [field]: value }),
@@ -108,6 +117,10 @@ test('change some limits of a plan; an unknown plan or nothing to change is refu
     await assert.rejects(plans.update('small', {}), /nothing to change/);
     await assert.rejects(plans.update('small', { requestsPerMinute: 0 }), /requests_per_minute/);
     assert.equal((await plans.get('small'))?.requestsPerMinute, 10);
+    // Priority 0 is the lowest, not a missing limit.
+    assert.equal((await plans.update('small', { priority: 0 })).priority, 0);
+    const { priority: _left, ...withoutPriority } = small;
+    assert.equal((await plans.create({ ...withoutPriority, name: 'plain' })).priority, 0, 'a plan created without a priority gets 0');
   }));
 
 test('accounts take any plan in the database and refuse unknown ones, naming the known ones', () =>

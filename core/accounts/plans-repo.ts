@@ -15,6 +15,7 @@ export function planOf(row: typeof plans.$inferSelect): Plan {
     storageQuotaBytes: row.storageQuotaBytes,
     processingQuotaBytesPerMonth: row.processingQuotaBytesPerMonth,
     requestsPerMinute: row.requestsPerMinute,
+    priority: row.priority,
   };
 }
 
@@ -38,7 +39,9 @@ export class PlansRepo {
     return (await this.get(name)) ?? (await this.unknown(name));
   }
 
-  async create(plan: Plan): Promise<Plan> {
+  /** A plan created without a priority gets the lowest (0). */
+  async create(given: Omit<Plan, 'priority'> & { priority?: number }): Promise<Plan> {
+    const plan: Plan = { ...given, priority: given.priority ?? 0 };
     checkPlanName(plan.name);
     checkLimits(plan);
     const rows = await this.db.insert(plans).values(plan).onConflictDoNothing().returning();

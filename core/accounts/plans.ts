@@ -13,7 +13,11 @@ export interface Plan {
   processingQuotaBytesPerMonth: number;
   /** Requests per minute per API key. */
   requestsPerMinute: number;
+  /** Queued commands of a higher priority start first (0 to MAX_PRIORITY; the free plan 0, pro 10). */
+  priority: number;
 }
+
+export const MAX_PRIORITY = 1_000_000;
 
 export type PlanLimits = Omit<Plan, 'name'>;
 
@@ -26,7 +30,7 @@ export const PLAN_NAME = /^[a-z0-9-]{1,40}$/;
 export class PlanError extends Error {}
 
 const INT_MAX = 2_147_483_647; // integer columns
-const LIMIT_BOUNDS: Record<Exclude<keyof PlanLimits, 'privateFiles'>, [column: string, max: number]> = {
+const LIMIT_BOUNDS: Record<Exclude<keyof PlanLimits, 'privateFiles' | 'priority'>, [column: string, max: number]> = {
   maxVcpus: ['max_vcpus', INT_MAX],
   maxCommandRunSeconds: ['max_command_run_seconds', INT_MAX],
   requestsPerMinute: ['requests_per_minute', INT_MAX],
@@ -46,6 +50,10 @@ export function checkLimits(limits: Partial<PlanLimits>): void {
     if (!Number.isSafeInteger(value) || value < 1 || value > max) {
       throw new PlanError(`${column} must be a whole number from 1 to ${max}, not ${value}`);
     }
+  }
+  // Zero is a priority like any other: the lowest, and the default.
+  if (limits.priority !== undefined && (!Number.isSafeInteger(limits.priority) || limits.priority < 0 || limits.priority > MAX_PRIORITY)) {
+    throw new PlanError(`priority must be a whole number from 0 to ${MAX_PRIORITY}, not ${limits.priority}`);
   }
   if (limits.privateFiles !== undefined && typeof limits.privateFiles !== 'boolean') {
     throw new PlanError('private_files must be true or false');

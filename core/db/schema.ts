@@ -32,6 +32,8 @@ export const plans = pgTable('plans', {
   storageQuotaBytes: bigint('storage_quota_bytes', { mode: 'number' }).notNull(),
   processingQuotaBytesPerMonth: bigint('processing_quota_bytes_per_month', { mode: 'number' }).notNull(),
   privateFiles: boolean('private_files').notNull(),
+  /** Queued commands of a plan of higher priority are started before those of a lower one (then oldest first). */
+  priority: integer('priority').notNull().default(0),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
@@ -116,6 +118,10 @@ export const commands = pgTable(
     currentStep: integer('current_step').notNull().default(0),
     /** Incremented each time a step is (re)started, so job names stay unique per attempt. */
     attempt: integer('attempt').notNull().default(0),
+    /** Times the current step ran again because its job was lost (a restart, a node that died or was drained). */
+    stepRetries: integer('step_retries').notNull().default(0),
+    /** Why a command that had started waits in the queue again (cluster mode: its pod found no node), or null. */
+    queueReason: text('queue_reason'),
     ffmpegSeconds: doublePrecision('ffmpeg_seconds').notNull().default(0),
     processedBytes: bigint('processed_bytes', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
