@@ -95,3 +95,41 @@ describe('loadClusterConfig: runner placement', () => {
     test(`refused with a clear message: ${what}`, () => assert.throws(() => load(env), { message }));
   }
 });
+
+describe('loadClusterConfig: queueing', () => {
+  test('unset: built-in queueing, 10 pending pods, no vCPU cap, requeue after 10 s; the default disk request', () => {
+    const c = load({ FFOP_QUEUEING_MODE: '', FFOP_QUEUE_MAX_VCPUS: '' });
+    assert.deepEqual(c.queueing, { mode: 'builtin', maxPendingPods: 10, maxVcpus: null, requeueAfterSeconds: 10 });
+    assert.equal(c.runnerDiskRequest, undefined);
+  });
+
+  test('built-in settings and Kueue settings as given', () => {
+    const builtin = load({
+      FFOP_QUEUE_MAX_PENDING_PODS: '4',
+      FFOP_QUEUE_MAX_VCPUS: '64',
+      FFOP_QUEUE_REQUEUE_AFTER_SECONDS: '30',
+      FFOP_RUNNER_DISK_REQUEST: '20Gi',
+    });
+    assert.deepEqual(builtin.queueing, { mode: 'builtin', maxPendingPods: 4, maxVcpus: 64, requeueAfterSeconds: 30 });
+    assert.equal(builtin.runnerDiskRequest, '20Gi');
+    const kueue = load({
+      FFOP_QUEUEING_MODE: 'kueue',
+      FFOP_KUEUE_QUEUE_NAME: 'media',
+      FFOP_KUEUE_PRIORITY_CLASSES: 'free=ffop-free, pro=ffop-pro',
+    });
+    assert.deepEqual(kueue.queueing, { mode: 'kueue', queueName: 'media', priorityClasses: { free: 'ffop-free', pro: 'ffop-pro' } });
+  });
+
+  test('mistakes stop the operator at start, naming the setting', () => {
+    for (const [env, message] of [
+      [{ FFOP_QUEUEING_MODE: 'fifo' }, /FFOP_QUEUEING_MODE must be "builtin" or "kueue", got "fifo"/],
+      [{ FFOP_QUEUE_MAX_PENDING_PODS: '0' }, /FFOP_QUEUE_MAX_PENDING_PODS must be a whole number of 1 or more, got "0"/],
+      [{ FFOP_QUEUE_MAX_VCPUS: '2.5' }, /FFOP_QUEUE_MAX_VCPUS must be a whole number/],
+      [{ FFOP_RUNNER_DISK_REQUEST: 'ten gigs' }, /FFOP_RUNNER_DISK_REQUEST must be a Kubernetes quantity/],
+      [{ FFOP_QUEUEING_MODE: 'kueue' }, /FFOP_KUEUE_QUEUE_NAME .* must be set/],
+      [{ FFOP_QUEUEING_MODE: 'kueue', FFOP_KUEUE_QUEUE_NAME: 'q', FFOP_KUEUE_PRIORITY_CLASSES: 'free' }, /plan=class pairs/],
+    ] as const) {
+      assert.throws(() => load(env), message);
+    }
+  });
+});

@@ -30,7 +30,17 @@ export interface ClusterConfig {
   runnerPriorityClass: string | undefined;
   /** FFOP_RUNNER_HOST_NETWORK: runner pods use the node's network (single-node test clusters without a pod network). */
   runnerHostNetwork: boolean;
+  /** FFOP_RUNNER_DISK_REQUEST: ephemeral storage a step asks for at least (a quantity; default 10Gi). */
+  runnerDiskRequest: string | undefined;
+  /** FFOP_RUNNER_DISK_LIMIT: the most a step may write (its work volume and ephemeral-storage limit; default 100Gi). */
+  runnerDiskLimit: string | undefined;
+  /** How steps wait for the cluster: FFOP_QUEUEING_MODE and its settings. */
+  queueing: QueueingConfig;
 }
+
+export type QueueingConfig =
+  | { mode: 'builtin'; maxPendingPods: number; maxVcpus: number | null; requeueAfterSeconds: number }
+  | { mode: 'kueue'; queueName: string; priorityClasses: Record<string, string> };
 
 type Env = Record<string, string | undefined>;
 
@@ -52,7 +62,60 @@ export function loadClusterConfig(env: Env = process.env): ClusterConfig {
     runnerTolerations: tolerations(env, 'FFOP_RUNNER_TOLERATIONS'),
     runnerPriorityClass: env.FFOP_RUNNER_PRIORITY_CLASS || undefined,
     runnerHostNetwork: bool(env, 'FFOP_RUNNER_HOST_NETWORK'),
+    runnerDiskRequest: quantity(env, 'FFOP_RUNNER_DISK_REQUEST'),
+    runnerDiskLimit: quantity(env, 'FFOP_RUNNER_DISK_LIMIT'),
+    queueing: queueing(env),
   };
+}
+
+function queueing(env: Env): QueueingConfig {
+  const mode = env.FFOP_QUEUEING_MODE?.trim() || 'builtin';
+  if (mode === 'builtin') {
+    return {
+      mode,
+      maxPendingPods: wholeNumber(env, 'FFOP_QUEUE_MAX_PENDING_PODS', 10) ?? 10,
+      maxVcpus: wholeNumber(env, 'FFOP_QUEUE_MAX_VCPUS', null),
+      requeueAfterSeconds: wholeNumber(env, 'FFOP_QUEUE_REQUEUE_AFTER_SECONDS', 10) ?? 10,
+    };
+  }
+  if (mode === 'kueue') {
+    const queueName = env.FFOP_KUEUE_QUEUE_NAME?.trim();
+    if (!queueName) throw new Error('FFOP_KUEUE_QUEUE_NAME (the LocalQueue of runner Jobs) must be set when FFOP_QUEUEING_MODE is kueue');
+    return { mode, queueName, priorityClasses: planClasses(env, 'FFOP_KUEUE_PRIORITY_CLASSES') };
+  }
+  throw new Error(`FFOP_QUEUEING_MODE must be "builtin" or "kueue", got "${mode}"`);
+}
+
+/** A whole number of 1 or more; empty means the default. */
+function wholeNumber<D extends number | null>(env: Env, name: string, fallback: D): number | D {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a whole number of 1 or more, got "${env[name]}"`);
+  return Number(raw);
+}
+
+const QUANTITY = /^\d+(\.\d+)?(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
+
+function quantity(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  if (!QUANTITY.test(raw)) throw new Error(`${name} must be a Kubernetes quantity of bytes such as 10Gi, got "${env[name]}"`);
+  return raw;
+}
+
+/** `free=ffop-free,pro=ffop-pro`: each plan's Kueue WorkloadPriorityClass. */
+function planClasses(env: Env, name: string): Record<string, string> {
+  const classes: Record<string, string> = {};
+  for (const pair of (env[name] ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const [plan, cls, extra] = pair.split('=').map((p) => p.trim());
+    if (!plan || !cls || extra !== undefined)
+      throw new Error(`${name} must be plan=class pairs separated by commas, e.g. free=ffop-free,pro=ffop-pro; got "${pair}"`);
+    classes[plan] = cls;
+  }
+  return classes;
 }
 
 function runnerConfinement(raw: string | undefined): 'bwrap' | 'bwrap-or-pod' {

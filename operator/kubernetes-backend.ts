@@ -2,7 +2,16 @@
 // owned by its FfmpegCommand). Runner events reach the database through the API (runner pods have
 // no database access) and are read here in order; a Job that ends without a result (deadline, pod
 // failure, a runner that crashed) gets a result made from the Job's own status.
-import { BatchV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type KubeConfig,
+  type V1Job,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { DEFAULT_MEMORY_BYTES } from '../core/confine/limits.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../core/jobs/step-spec.ts';
 import { POD_FALLBACK } from '../runner-image/confinement-from-env.ts';
@@ -13,8 +22,29 @@ import { jobToken } from '../core/jobs/job-token.ts';
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
 import { LABELS, MANAGED_BY, RUNNER_CONTAINER, RUNNER_ENV, SERVICE_ACCOUNTS } from '../core/k8s/names.ts';
 import { keepInformer, type KeptInformer } from './cluster/watch.ts';
-import { parseJobName, type JobBackend, type JobListener, type JobRef, type JobRequest } from '../core/engine/job-backend.ts';
+import {
+  parseJobName,
+  type BackendEvent,
+  type JobBackend,
+  type JobListener,
+  type JobRef,
+  type JobRequest,
+} from '../core/engine/job-backend.ts';
 import type { Toleration } from '../core/cluster-config.ts';
+import { ProcessingStage } from '../core/jobs/step-spec.ts';
+import { PodRoomGate, type ReleasedStep } from './queueing/release-gate.ts';
+import { eligibleNodes, unfitReason } from './queueing/node-room.ts';
+import { bytesQuantity, parseQuantity } from './queueing/quantity.ts';
+import { describeTimeline } from './step-timeline.ts';
+
+/**
+ * How steps wait for the cluster (queueing.mode). builtin: the operator makes a step's Job when the
+ * cluster shows room (release-gate.ts). kueue: every Job is made suspended, labelled for Kueue's
+ * LocalQueue, and Kueue resumes it.
+ */
+export type QueueingSettings =
+  | { mode: 'builtin'; maxPendingPods: number; maxVcpus: number | null; requeueAfterSeconds: number }
+  | { mode: 'kueue'; queueName: string; priorityClasses: Record<string, string> };
 
 type JobOwner = { name: string; uid: string; apiVersion: string; kind: string };
 
@@ -54,13 +84,34 @@ export interface KubernetesBackendOptions {
   priorityClassName?: string;
   /** FFOP_RUNNER_HOST_NETWORK: runner pods use the node's network (single-node test clusters). */
   hostNetwork?: boolean;
+  /** How steps wait for room (default: builtin, 10 pending pods, no vCPU cap, requeue after 10 s). */
+  queueing?: QueueingSettings;
+  /** Disk a step asks for when scheduled (ephemeral-storage request; default 10Gi): the limit stays the guard. */
+  diskRequest?: string;
 }
+
+export const DEFAULT_QUEUEING: QueueingSettings = { mode: 'builtin', maxPendingPods: 10, maxVcpus: null, requeueAfterSeconds: 10 };
+export const DEFAULT_DISK_REQUEST = '10Gi';
+/** A step's known inputs are asked for this many times over: the inputs, the outputs and room to spare. */
+const DISK_PER_INPUT_BYTE = 3;
+/** Kueue's labels on a Job. */
+export const KUEUE_LABELS = { queueName: 'kueue.x-k8s.io/queue-name', priorityClass: 'kueue.x-k8s.io/priority-class' };
 
 const FIELD_MANAGER = 'ffmpeg-operator';
 const EVENT_LOOKBACK = 200;
 
 export class KubernetesBackend implements JobBackend {
   readonly capacityVcpus = null; // the scheduler decides where and when pods run
+  readonly releaseGate: PodRoomGate | undefined;
+  private pods: KeptInformer<V1Pod> | null = null;
+  private nodes: KeptInformer<V1Node> | null = null;
+  private gateTimer: NodeJS.Timeout | null = null;
+  /** Pods bound to a node, by uid: when one ends or goes, room may have freed. */
+  private readonly placedPods = new Set<string>();
+  /** What each node offers, to notice a node that changed. */
+  private readonly nodeShapes = new Map<string, string>();
+  /** The stages each running Job's runner reported, with when: for a deadline's message. */
+  private readonly stageTimes = new Map<string, { stage: ProcessingStage; at: Date }[]>();
   private readonly options: KubernetesBackendOptions;
   private readonly listeners: JobListener[] = [];
   private readonly objects: KubernetesObjectApi;
@@ -86,6 +137,20 @@ export class KubernetesBackend implements JobBackend {
     this.objects = KubernetesObjectApi.makeApiClient(o.kubeconfig);
     this.batch = o.kubeconfig.makeApiClient(BatchV1Api);
     this.core = o.kubeconfig.makeApiClient(CoreV1Api);
+    const queueing = o.queueing ?? DEFAULT_QUEUEING;
+    if (queueing.mode === 'builtin') {
+      this.releaseGate = new PodRoomGate({
+        maxPendingPods: queueing.maxPendingPods,
+        maxVcpus: queueing.maxVcpus,
+        requeueAfterMs: queueing.requeueAfterSeconds * 1000,
+        released: () => this.releasedSteps(),
+        unfit: (request) => this.unfit(request),
+        requeue: (name, reason) => {
+          const ref = parseJobName(name);
+          if (ref) for (const l of this.listeners) l(ref, { type: 'requeue', reason });
+        },
+      });
+    }
   }
 
   /** Lists and watches Jobs, then starts reading runner events. Call before the reconciler starts. */
@@ -105,7 +170,13 @@ export class KubernetesBackend implements JobBackend {
       this.created.delete(job.metadata!.name!);
       this.jobChanged(job);
     });
-    await this.jobs.synced;
+    this.watchPods(selector);
+    this.watchNodes();
+    await Promise.all([this.jobs.synced, this.pods!.synced]);
+    if (this.releaseGate) {
+      this.gateTimer = setInterval(() => this.releaseGate!.tick(), 1000);
+      this.gateTimer.unref();
+    }
     if (this.options.watchEvents) this.stopEventWatch = await this.options.watchEvents(() => this.poll());
     this.poller = setInterval(() => this.poll(), this.options.pollMs ?? 250);
     this.poller.unref();
@@ -134,21 +205,34 @@ export class KubernetesBackend implements JobBackend {
       [LABELS.step]: String(request.ref.step),
       [LABELS.account]: request.accountId,
     };
+    const queueing = this.options.queueing ?? DEFAULT_QUEUEING;
+    // Kueue finds the Job by its queue label and resumes it when its ClusterQueue admits it.
+    const kueueLabels: Record<string, string> = {};
+    if (queueing.mode === 'kueue') {
+      kueueLabels[KUEUE_LABELS.queueName] = queueing.queueName;
+      const priorityClass = request.plan === undefined ? undefined : queueing.priorityClasses[request.plan];
+      if (priorityClass) kueueLabels[KUEUE_LABELS.priorityClass] = priorityClass;
+    }
     const cpu = String(request.vcpus);
-    const memoryBytes = this.options.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
-    // ffmpeg's own rlimit plus room for the runner (Node) itself.
-    const memoryLimit = this.options.podMemoryLimit ?? `${Math.ceil(memoryBytes / 1024 ** 2) + 512}Mi`;
+    const memoryLimit = this.memoryLimit();
+    const disk = this.diskOf(request);
     const job: V1Job = {
       apiVersion: 'batch/v1',
       kind: 'Job',
       metadata: {
         name: request.ref.name,
         namespace: this.options.namespace,
-        labels,
+        labels: { ...labels, ...kueueLabels },
         ownerReferences: owner ? [{ ...owner, controller: true, blockOwnerDeletion: true }] : undefined,
       },
       spec: {
+        // With Kueue the Job waits suspended: its deadline counts only from when Kueue resumes it.
+        ...(queueing.mode === 'kueue' ? { suspend: true } : {}),
         backoffLimit: 0,
+        // A pod lost to its node (drain, eviction, preemption, the node gone) fails the Job at once
+        // with this rule's reason, and the step runs again as its next attempt (reconciler.ts); a
+        // runner or ffmpeg that fails on its own is never run again.
+        podFailurePolicy: { rules: [{ action: 'FailJob', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] }] },
         activeDeadlineSeconds: request.deadlineSeconds,
         ttlSecondsAfterFinished: this.options.ttlSecondsAfterFinished ?? 3600,
         template: {
@@ -181,14 +265,15 @@ export class KubernetesBackend implements JobBackend {
                   { name: 'FFOP_WORK_ROOT', value: this.options.workRoot ?? '/work' },
                   { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.options.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES) },
                   { name: 'FFOP_MAX_OUTPUT_FILES', value: String(this.options.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES) },
-                  { name: 'FFOP_MAX_MEMORY_BYTES', value: String(memoryBytes) },
+                  { name: 'FFOP_MAX_MEMORY_BYTES', value: String(this.options.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES) },
                   // Named in the step's error when the kernel kills ffmpeg for going over it.
                   { name: 'FFOP_POD_MEMORY_LIMIT', value: memoryLimit },
                   { name: 'FFOP_RUNNER_CONFINEMENT', value: this.options.runnerConfinement ?? POD_FALLBACK },
                 ],
                 resources: {
-                  requests: { cpu },
-                  limits: { cpu, memory: memoryLimit, 'ephemeral-storage': this.options.workVolumeSize ?? '100Gi' },
+                  // Scheduling goes by the request (sized from what the step can know); the limit is the guard.
+                  requests: { cpu, memory: memoryLimit, 'ephemeral-storage': disk.request },
+                  limits: { cpu, memory: memoryLimit, 'ephemeral-storage': disk.limit },
                 },
                 securityContext: {
                   allowPrivilegeEscalation: false,
@@ -201,7 +286,7 @@ export class KubernetesBackend implements JobBackend {
                 volumeMounts: [{ name: 'work', mountPath: this.options.workRoot ?? '/work' }],
               },
             ],
-            volumes: [{ name: 'work', emptyDir: { sizeLimit: this.options.workVolumeSize ?? '100Gi' } }],
+            volumes: [{ name: 'work', emptyDir: { sizeLimit: disk.limit } }],
           },
         },
       },
@@ -209,7 +294,108 @@ export class KubernetesBackend implements JobBackend {
     // Server-side apply: creating an existing Job again changes nothing.
     await this.objects.patch(job, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
     if (!this.jobs?.informer.get(request.ref.name, this.options.namespace)) this.created.add(request.ref.name);
-    this.options.logger.info({ command_id: request.ref.commandId, job: request.ref.name, vcpus: request.vcpus }, 'job created');
+    this.options.logger.info(
+      { command_id: request.ref.commandId, job: request.ref.name, vcpus: request.vcpus, disk_request: disk.request },
+      queueing.mode === 'kueue' ? 'job created (suspended, for Kueue)' : 'job created',
+    );
+  }
+
+  /** The runner container's memory: ffmpeg's own rlimit plus room for the runner (Node) itself. */
+  private memoryLimit(): string {
+    return this.options.podMemoryLimit ?? `${Math.ceil((this.options.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES) / 1024 ** 2) + 512}Mi`;
+  }
+
+  /** The step's disk: asked for as much as its known inputs need (at least the default), never more than the limit. */
+  private diskOf(request: JobRequest): { request: string; limit: string } {
+    const limit = this.options.workVolumeSize ?? '100Gi';
+    const base = this.options.diskRequest ?? DEFAULT_DISK_REQUEST;
+    const limitBytes = parseQuantity(limit) ?? Infinity;
+    const wanted = (request.knownInputBytes ?? 0) * DISK_PER_INPUT_BYTE;
+    if (wanted <= (parseQuantity(base) ?? 0)) return { request: (parseQuantity(base) ?? 0) > limitBytes ? limit : base, limit };
+    return { request: wanted >= limitBytes ? limit : bytesQuantity(wanted), limit };
+  }
+
+  /** Why this step fits no node the runner may use, or null (also while nodes are not known). */
+  private unfit(request: JobRequest): string | null {
+    const nodes = this.nodes?.informer.list() ?? [];
+    const ask = {
+      cpu: request.vcpus,
+      memory: parseQuantity(this.memoryLimit()) ?? 0,
+      disk: parseQuantity(this.diskOf(request).request) ?? 0,
+    };
+    return unfitReason(ask, eligibleNodes(nodes, this.options.nodeSelector));
+  }
+
+  /** Released steps for the gate: our Jobs not finished nor suspended, with what their pods say. */
+  private releasedSteps(): ReleasedStep[] {
+    const podsByJob = new Map<string, V1Pod>();
+    for (const pod of this.pods?.informer.list(this.options.namespace) ?? []) {
+      const job = pod.metadata?.labels?.['job-name'];
+      if (job && !pod.metadata?.deletionTimestamp) podsByJob.set(job, pod);
+    }
+    const steps: ReleasedStep[] = [];
+    const seen = new Set<string>();
+    for (const job of this.jobs?.informer.list(this.options.namespace) ?? []) {
+      const name = job.metadata!.name!;
+      seen.add(name);
+      if (job.spec?.suspend || job.metadata?.deletionTimestamp || finishedCondition(job)) continue;
+      steps.push(stepOf(name, podsByJob.get(name)));
+    }
+    // Made here a moment ago, not yet seen by the watch: waiting for their pods.
+    for (const name of this.created) if (!seen.has(name)) steps.push({ jobName: name, placed: false, unschedulable: null });
+    return steps;
+  }
+
+  /** Runner pods, trimmed to what the gate and failure messages read (their env holds the whole step). */
+  private watchPods(selector: string): void {
+    this.pods = keepInformer<V1Pod>(
+      this.options.kubeconfig,
+      `/api/v1/namespaces/${this.options.namespace}/pods`,
+      () => this.core.listNamespacedPod({ namespace: this.options.namespace, labelSelector: selector }),
+      selector,
+      this.options.logger,
+      trimPod,
+    );
+    const changed = (pod: V1Pod, gone: boolean) => {
+      const uid = pod.metadata?.uid ?? '';
+      const ended = gone || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+      if (!ended && pod.spec?.nodeName && !this.placedPods.has(uid)) {
+        // Bound to a node: it waits no more, so one more step may be released.
+        this.placedPods.add(uid);
+        this.releaseGate?.roomMayHaveFreed();
+      } else if (ended && this.placedPods.delete(uid)) {
+        this.releaseGate?.roomMayHaveFreed();
+      }
+    };
+    this.pods.informer.on('add', (pod) => changed(pod, false));
+    this.pods.informer.on('update', (pod) => changed(pod, false));
+    this.pods.informer.on('delete', (pod) => changed(pod, true));
+  }
+
+  /**
+   * Nodes, for the size of the largest (a step larger than every node fails at once) and to notice room
+   * that came (a node added, uncordoned, grown). Needs list/watch on nodes (the chart's ClusterRole);
+   * without it the watch retries and no step is refused for its size.
+   */
+  private watchNodes(): void {
+    this.nodes = keepInformer<V1Node>(
+      this.options.kubeconfig,
+      '/api/v1/nodes',
+      () => this.core.listNode(),
+      undefined,
+      this.options.logger,
+      trimNode,
+    );
+    const changed = (node: V1Node) => {
+      const shape = JSON.stringify([node.status?.allocatable, node.spec?.unschedulable, node.spec?.taints, readyOf(node)]);
+      const name = node.metadata?.name ?? '';
+      if (this.nodeShapes.get(name) === shape) return;
+      this.nodeShapes.set(name, shape);
+      this.releaseGate?.roomMayHaveFreed();
+    };
+    this.nodes.informer.on('add', changed);
+    this.nodes.informer.on('update', changed);
+    this.nodes.informer.on('delete', (node) => this.nodeShapes.delete(node.metadata?.name ?? ''));
   }
 
   async deleteJob(name: string): Promise<void> {
@@ -225,6 +411,9 @@ export class KubernetesBackend implements JobBackend {
   async close(): Promise<void> {
     this.closed = true;
     if (this.poller) clearInterval(this.poller);
+    if (this.gateTimer) clearInterval(this.gateTimer);
+    await this.pods?.stop();
+    await this.nodes?.stop();
     await this.stopEventWatch();
     await this.polling;
     await this.jobs?.stop();
@@ -248,9 +437,14 @@ export class KubernetesBackend implements JobBackend {
       .catch((err) => this.options.logger.warn({ err }, 'reading job events failed; retrying'));
   }
 
-  private emit(ref: JobRef, event: RunnerEvent): void {
+  private emit(ref: JobRef, event: RunnerEvent | BackendEvent): void {
     if (this.settled.has(ref.name)) return;
-    if (event.type === 'result') this.settled.add(ref.name);
+    if (event.type === 'stage')
+      this.stageTimes.set(ref.name, [...(this.stageTimes.get(ref.name) ?? []), { stage: event.stage, at: new Date() }]);
+    if (event.type === 'result' || event.type === 'lost') {
+      this.settled.add(ref.name);
+      this.stageTimes.delete(ref.name);
+    }
     for (const l of this.listeners) l(ref, event);
   }
 
@@ -280,8 +474,26 @@ export class KubernetesBackend implements JobBackend {
       this.emit(ref, reported.event); // the poller may have passed it by (ids commit out of order)
       return;
     }
+    if (finished.reason === 'PodFailurePolicy') {
+      this.emit(ref, { type: 'lost', reason: await this.disruptionOf(job, finished.message) });
+      return;
+    }
     const failure = await this.describeFailure(job, finished.type, finished.reason, finished.message);
     this.emit(ref, { type: 'result', ok: false, ffmpegSeconds: null, inputBytes: 0, ...failure });
+  }
+
+  /** What took the pod away (its DisruptionTarget condition: drained, evicted, preempted, node gone). */
+  private async disruptionOf(job: V1Job, jobMessage?: string): Promise<string> {
+    const pod = this.podOf(job.metadata!.name!);
+    const condition = pod?.status?.conditions?.find((c) => c.type === 'DisruptionTarget' && c.status === 'True');
+    const node = pod?.spec?.nodeName ? ` on node ${pod.spec.nodeName}` : '';
+    if (condition)
+      return `its pod was lost${node}: ${condition.reason ?? 'disrupted'}${condition.message ? ` (${condition.message})` : ''}`;
+    return `its pod was lost${node}: ${jobMessage ?? 'disrupted'}`;
+  }
+
+  private podOf(jobName: string): V1Pod | undefined {
+    return this.pods?.informer.list(this.options.namespace).find((p) => p.metadata?.labels?.['job-name'] === jobName);
   }
 
   private async describeFailure(
@@ -291,11 +503,23 @@ export class KubernetesBackend implements JobBackend {
     message?: string,
   ): Promise<{ errorStatus: ErrorStatus; errorMessage: string }> {
     if (reason === 'DeadlineExceeded') {
+      const name = job.metadata!.name!;
+      const pod = this.podOf(name);
+      const container = pod?.status?.containerStatuses?.[0]?.state;
+      const scheduled = pod?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True');
+      const ended = job.status?.conditions?.find((c) => c.type === 'Failed')?.lastTransitionTime;
+      const spent = describeTimeline({
+        jobStart: dateOf(job.status?.startTime),
+        scheduledAt: dateOf(scheduled?.lastTransitionTime),
+        containerStartedAt: dateOf(container?.running?.startedAt ?? container?.terminated?.startedAt),
+        stages: this.stageTimes.get(name) ?? [],
+        end: dateOf(ended) ?? new Date(),
+      });
       return {
         errorStatus: ErrorStatus.DEADLINE_EXCEEDED,
         errorMessage:
           `the step's Job ran longer than its deadline of ${job.spec?.activeDeadlineSeconds} s ` +
-          '(downloads, ffmpeg and uploads together) and was stopped',
+          `(downloads, ffmpeg and uploads together) and was stopped: ${spent}`,
       };
     }
     let detail = message ?? reason ?? type;
@@ -326,4 +550,42 @@ export class KubernetesBackend implements JobBackend {
     }
     return { errorStatus: ErrorStatus.INTERNAL_ERROR, errorMessage: `the step's pod failed without a result: ${detail}` };
   }
+}
+
+function finishedCondition(job: V1Job) {
+  return job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+}
+
+/** A released step as its pod shows it: bound to a node (or ended), or refused by the scheduler. */
+function stepOf(jobName: string, pod: V1Pod | undefined): ReleasedStep {
+  if (!pod) return { jobName, placed: false, unschedulable: null };
+  const phase = pod.status?.phase;
+  if (pod.spec?.nodeName || phase === 'Succeeded' || phase === 'Failed') return { jobName, placed: true, unschedulable: null };
+  const refused = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable');
+  return { jobName, placed: false, unschedulable: refused ? (refused.message ?? 'Unschedulable') : null };
+}
+
+function readyOf(node: V1Node): string | undefined {
+  return node.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+}
+
+function dateOf(value: Date | string | undefined): Date | null {
+  if (value === undefined) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** Keeps what the gate and failure messages read of a runner pod; its spec (the step in env) goes. */
+function trimPod(pod: V1Pod): void {
+  const nodeName = pod.spec?.nodeName;
+  pod.spec = { nodeName, containers: [] };
+  delete pod.metadata?.managedFields;
+}
+
+/** Keeps a node's size, schedulability and readiness. */
+function trimNode(node: V1Node): void {
+  delete node.metadata?.managedFields;
+  delete node.metadata?.annotations;
+  if (node.status)
+    node.status = { allocatable: node.status.allocatable, conditions: node.status.conditions?.filter((c) => c.type === 'Ready') };
 }

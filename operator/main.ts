@@ -51,6 +51,9 @@ const operator = startOperator({
   },
   prober,
   metrics,
+  queueing: cluster.queueing,
+  runnerDiskRequest: cluster.runnerDiskRequest,
+  runnerDiskLimit: cluster.runnerDiskLimit,
 });
 const shutdown = async (code: number) => {
   await operator.stop();

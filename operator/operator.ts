@@ -9,7 +9,8 @@ import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.t
 import { LEADER_LEASE } from '../core/k8s/names.ts';
 import { KeepAliveKubeConfig } from '../core/k8s/keep-alive-kubeconfig.ts';
 import type { Storage } from '../core/storage/storage.ts';
-import { KubernetesBackend, type KubernetesBackendOptions } from './kubernetes-backend.ts';
+import { KubernetesBackend, type KubernetesBackendOptions, type QueueingSettings } from './kubernetes-backend.ts';
+import { CommandEvents } from './cluster/command-events.ts';
 import { CommandResources } from './cluster/command-resources.ts';
 import { electLeader } from './cluster/leader-election.ts';
 import { createEngine, type Engine, type EngineSettings } from '../core/engine/engine.ts';
@@ -41,6 +42,10 @@ export interface OperatorOptions {
   runnerPlacement?: Pick<KubernetesBackendOptions, 'nodeSelector' | 'tolerations' | 'priorityClassName' | 'hostNetwork'>;
   /** Confined ffprobe for stored and uploaded files. */
   prober: FileProber;
+  /** How steps wait for room (default builtin), and the disk a step asks for at least. */
+  queueing?: QueueingSettings;
+  runnerDiskRequest?: string;
+  runnerDiskLimit?: string;
   /** Prometheus metrics: the engine's events, and the state gauges once this replica leads. */
   metrics?: Metrics;
 }
@@ -94,7 +99,17 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       maxMemoryBytes: o.maxMemoryBytes,
       podMemoryLimit: o.podMemoryLimit,
       runnerConfinement: o.runnerConfinement,
+      queueing: o.queueing,
+      diskRequest: o.runnerDiskRequest,
+      workVolumeSize: o.runnerDiskLimit,
       ...o.runnerPlacement,
+    });
+    const events = new CommandEvents({
+      kubeconfig,
+      namespace: o.namespace,
+      logger,
+      component: 'ffmpeg-operator',
+      uidOf: async (id) => (await commandResources.ownerOf(id))?.uid ?? null,
     });
     const built = createEngine({
       settings: o.settings,
@@ -119,6 +134,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
               })),
           ),
         ensureResource: (command) => commandResources.ensure(command, commands),
+        onCommandEvent: (id, event) => events.record(id, event),
       },
       reconcileResyncMs: 1000,
       fileTasksResyncMs: 2000,

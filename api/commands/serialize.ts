@@ -40,6 +40,7 @@ export async function commandRecord(c: CommandRow, files: FileRow[], storage: St
     environment_name: c.environmentName,
     status: c.status,
     processing_stage: c.processingStage,
+    queue_reason: queueReason(c),
     progress: progressRecord(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
@@ -52,6 +53,11 @@ export async function commandRecord(c: CommandRow, files: FileRow[], storage: St
     metadata: c.metadata,
     created_at: c.createdAt.toISOString(),
   };
+}
+
+/** Why a QUEUED command that had started waits again (cluster mode); null otherwise. */
+function queueReason(c: Pick<CommandRow, 'status' | 'queueReason'>): string | null {
+  return c.status === 'QUEUED' ? c.queueReason : null;
 }
 
 /** How far ffmpeg is in the current step: only while PROCESSING and once it has reported. */
@@ -72,6 +78,7 @@ export function commandListItem(c: CommandListRow, now: Date) {
     ffmpeg_command_run_seconds: round(c.ffmpegSeconds, 3),
     processing_seconds: seconds(c.createdAt, c.finishedAt ?? now),
     processing_stage: c.processingStage,
+    queue_reason: queueReason(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
   };

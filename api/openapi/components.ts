@@ -27,7 +27,10 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   PLAN_LIMIT_EXCEEDED: "A queued command asks for more vCPUs than its account's plan allows now (the plan changed after it was submitted).",
   CANCELLED: 'The command was cancelled (POST /v1/commands/{command_id}/cancel, or in cluster mode its FfmpegCommand was deleted).',
   DEADLINE_EXCEEDED: 'The step as a whole (downloads, ffmpeg, uploads) passed its deadline.',
-  INTERRUPTED: 'The service restarted while the command ran, too many times to try again.',
+  INTERRUPTED:
+    'A step was lost too many times to try again: the service restarted while it ran, or (cluster mode) its node died or was drained (3 starts of a step by default).',
+  UNSCHEDULABLE:
+    'Cluster mode: the step asks more vCPUs, memory or disk than the largest node of the cluster has; error_message names that node and its size.',
   INTERNAL_ERROR: 'An unexpected failure inside the service; error_message says what happened.',
 };
 // Keep the document and the code in step.
@@ -71,6 +74,11 @@ const errorFields = {
     type: ['string', 'null'],
     enum: [...Object.values(ProcessingStage), null],
     description: 'Stage while PROCESSING; the last stage reached when FAILED.',
+  },
+  queue_reason: {
+    type: ['string', 'null'],
+    description:
+      'Cluster mode: why a QUEUED command that had started waits in the queue again (its pod found no node with room; it keeps its place and no deadline runs while it waits). Null otherwise.',
   },
   error_status: { type: ['string', 'null'], enum: [...Object.values(ErrorStatus), null], description: errorStatusDescription },
   error_message: { type: ['string', 'null'], description: 'Human-readable details when the command failed.' },

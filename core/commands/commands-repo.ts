@@ -52,7 +52,16 @@ export interface CommandWithOutputs {
 /** What a reconcile pass needs of every unfinished command: no JSON columns, so a long queue reads cheaply. */
 export type ActiveCommand = Pick<
   CommandRow,
-  'id' | 'accountId' | 'status' | 'vcpuCount' | 'currentStep' | 'attempt' | 'ffmpegSeconds' | 'processedBytes' | 'resourceCreatedAt'
+  | 'id'
+  | 'accountId'
+  | 'status'
+  | 'vcpuCount'
+  | 'currentStep'
+  | 'attempt'
+  | 'stepRetries'
+  | 'ffmpegSeconds'
+  | 'processedBytes'
+  | 'resourceCreatedAt'
 >;
 
 /** A PROCESSING command, as admission sees it. */
@@ -84,6 +93,7 @@ export interface CommandListRow extends Pick<
   | 'processedBytes'
   | 'ffmpegSeconds'
   | 'processingStage'
+  | 'queueReason'
   | 'errorStatus'
   | 'errorMessage'
 > {
@@ -212,6 +222,7 @@ export class CommandsRepo {
         vcpuCount: commands.vcpuCount,
         currentStep: commands.currentStep,
         attempt: commands.attempt,
+        stepRetries: commands.stepRetries,
         ffmpegSeconds: commands.ffmpegSeconds,
         processedBytes: commands.processedBytes,
         resourceCreatedAt: commands.resourceCreatedAt,
@@ -224,8 +235,8 @@ export class CommandsRepo {
   }
 
   /**
-   * QUEUED commands that fit their account's plan next to what the account runs, oldest first, at
-   * most `limit`. FIFO per account: a command that does not fit hides the account's later ones. The
+   * QUEUED commands that fit their account's plan next to what the account runs, plans of higher
+   * priority first, then oldest first, at most `limit`. FIFO per account: a command that does not fit hides the account's later ones. The
    * database walks the queue, so a pass reads only the rows it may start, however long the queue.
    */
   async admissible(limit: number): Promise<QueuedCommand[]> {
@@ -233,14 +244,14 @@ export class CommandsRepo {
       with running as (
         select account_id, sum(vcpu_count) as used from commands where status = ${CommandStatus.PROCESSING} group by account_id
       ), queued as (
-        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, c.resource_created_at,
+        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, p.priority, c.resource_created_at,
                sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
         from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
         where c.status = ${CommandStatus.QUEUED}
       )
       select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at from queued q left join running r on r.account_id = q.account_id
       where q.cumulative + coalesce(r.used, 0) <= q.max_vcpus
-      order by q.seq limit ${limit}`);
+      order by q.priority desc, q.seq limit ${limit}`);
     return queuedCommandsOf(result);
   }
 
@@ -283,14 +294,37 @@ export class CommandsRepo {
     return row ? { requested: false, endedWith: row.status } : null;
   }
 
-  /** Starts a command that is still QUEUED, in one statement: its row as started, or null when it is not QUEUED any more. */
-  async startQueued(id: string, patch: Partial<NewCommandRow>): Promise<CommandRow | null> {
+  /**
+   * Starts a command that is still QUEUED, in one statement: its row as started, or null when it is
+   * not QUEUED any more. It runs the step it waits at (the first; or the one it was sent back to the
+   * queue at) as a new attempt, so its job's name is new; the first start's time is kept.
+   */
+  async startQueued(id: string, patch: Pick<NewCommandRow, 'processingStage'>, now: Date): Promise<CommandRow | null> {
     const [row] = await this.db
       .update(commands)
-      .set(patch)
+      .set({
+        ...patch,
+        status: CommandStatus.PROCESSING,
+        attempt: sql`${commands.attempt} + 1`,
+        startedAt: sql`coalesce(${commands.startedAt}, ${now.toISOString()}::timestamptz)`,
+        queueReason: null,
+      })
       .where(and(eq(commands.id, id), eq(commands.status, CommandStatus.QUEUED)))
       .returning();
     return row ?? null;
+  }
+
+  /**
+   * Sends a running step's command back to the queue (cluster mode: its pod found no node), if that
+   * step still runs. It keeps its place (its seq) and its step; true when it was sent back.
+   */
+  async requeue(step: RunningStep, reason: string): Promise<boolean> {
+    const rows = await this.db
+      .update(commands)
+      .set({ status: CommandStatus.QUEUED, processingStage: null, progress: null, queueReason: reason })
+      .where(isRunning(step))
+      .returning({ id: commands.id });
+    return rows.length > 0;
   }
 
   async update(id: string, patch: Partial<NewCommandRow>): Promise<void> {

@@ -33,8 +33,10 @@ export const ErrorStatus = {
   PLAN_LIMIT_EXCEEDED: 'PLAN_LIMIT_EXCEEDED',
   /** Cluster mode: the command's FfmpegCommand resource was deleted; its Job was stopped. */
   CANCELLED: 'CANCELLED',
-  /** The service restarted while the command ran, too many times to try again. */
+  /** The command's step was lost (the service restarted, its node died or was drained) too many times to try again. */
   INTERRUPTED: 'INTERRUPTED',
+  /** Cluster mode: the step asks more vCPUs, memory or disk than the largest node of the cluster has. */
+  UNSCHEDULABLE: 'UNSCHEDULABLE',
   /** An unexpected failure inside the service; error_message says what happened. */
   INTERNAL_ERROR: 'INTERNAL_ERROR',
 } as const;

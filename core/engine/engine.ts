@@ -30,7 +30,7 @@ export interface EngineOptions {
   /** Cores one runner may use (ffmpeg's threads are capped at it). */
   maxThreads: number;
   /** Cluster mode's hooks: the FfmpegCommand resources follow the commands. */
-  hooks?: Pick<ReconcilerOptions, 'onCommandChanged' | 'ensureResource'>;
+  hooks?: Pick<ReconcilerOptions, 'onCommandChanged' | 'ensureResource' | 'onCommandEvent'>;
   /** Safety-net intervals; both loops also run whenever something changes. */
   reconcileResyncMs?: number;
   fileTasksResyncMs?: number;

@@ -12,9 +12,37 @@ export interface JobRequest {
   /** Wall-clock limit for the whole step (downloads + ffmpeg + uploads), like activeDeadlineSeconds. */
   deadlineSeconds: number;
   accountId: string;
+  /** The account's plan (cluster mode with Kueue: it picks the Job's priority class). */
+  plan?: string;
+  /** Bytes of the step's inputs that are known before it runs (outputs of earlier steps), to size its disk. */
+  knownInputBytes?: number;
 }
 
-export type JobListener = (ref: JobRef, event: RunnerEvent) => void;
+/**
+ * What a backend itself says about a job, beside its runner's events:
+ * - `requeue`: the job was released but its pod finds no room (cluster mode); the step goes back to
+ *   the queue and its job is deleted, so no deadline runs while it waits;
+ * - `lost`: the job's pod was lost with no result of its own (its node died or was drained, the pod
+ *   was evicted or preempted); the step runs again as its next attempt.
+ */
+export type BackendEvent = { type: 'requeue'; reason: string } | { type: 'lost'; reason: string };
+
+export type JobListener = (ref: JobRef, event: RunnerEvent | BackendEvent) => void;
+
+/**
+ * Cluster mode's admission step (queueing.mode builtin): the reconciler releases queued steps only as
+ * fast as the cluster shows room for their pods.
+ */
+export interface ReleaseGate {
+  /** How many more steps may be released now: 0 while a released pod waits for room. */
+  releasable(): number;
+  /** At most this many vCPUs run at once (a share of a shared cluster), or null for no cap. */
+  readonly maxVcpus: number | null;
+  /** Why this step can never run on any node of the cluster (it asks more than the largest has), or null. */
+  unfit(request: JobRequest): string | null;
+  /** Calls `listener` when the gate may have opened: a pod ended, a node came or changed, or a retry is due. */
+  onMayOpen(listener: () => void): void;
+}
 
 export interface JobBackend {
   /** Starts the job unless a job with that name exists already. */
@@ -27,6 +55,8 @@ export interface JobBackend {
   subscribe(listener: JobListener): void;
   /** How many vCPUs this backend can run at once; null when a scheduler outside decides (Kubernetes). */
   readonly capacityVcpus: number | null;
+  /** When set, steps are released through it (cluster mode); otherwise capacityVcpus decides. */
+  readonly releaseGate?: ReleaseGate;
   close(): Promise<void>;
 }
 

@@ -16,12 +16,35 @@ import { ProcessingStage, type RunnerEvent } from '../jobs/step-spec.ts';
 import { createLogger } from '../logger.ts';
 import { unknownMedia } from '../media/unknown-media.ts';
 import { LocalStorage } from '../storage/local-storage.ts';
-import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
+import type { BackendEvent, JobBackend, JobListener, JobRef, JobRequest, ReleaseGate } from './job-backend.ts';
 import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
+
+/** A release gate double: the test sets how many steps may go and which steps fit no node. */
+class ScriptedReleaseGate implements ReleaseGate {
+  releasableNow = Infinity;
+  maxVcpus: number | null = null;
+  unfitReason: string | null = null;
+  private readonly listeners: (() => void)[] = [];
+  releasable(): number {
+    return this.releasableNow;
+  }
+  unfit(request: JobRequest): string | null {
+    return request.vcpus > 4 ? this.unfitReason : null;
+  }
+  onMayOpen(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+  /** As the cluster: room freed. */
+  open(releasable: number): void {
+    this.releasableNow = releasable;
+    for (const l of this.listeners) l();
+  }
+}
 
 /** A job backend double: records what the reconciler asks of it, and lets a test play the runners. */
 class RecordingJobBackend implements JobBackend {
   readonly capacityVcpus: number | null;
+  releaseGate?: ScriptedReleaseGate;
   readonly started: JobRequest[] = [];
   readonly deleted: string[] = [];
   readonly jobs = new Set<string>();
@@ -42,6 +65,19 @@ class RecordingJobBackend implements JobBackend {
     if (this.jobs.has(request.ref.name)) return;
     this.jobs.add(request.ref.name);
     this.started.push(request);
+    // As the cluster: the released step's pod now waits for a node.
+    if (this.releaseGate) this.releaseGate.releasableNow--;
+  }
+
+  /** Waits until the reconciler has started a job for this command's step and attempt. */
+  async startedJob(commandId: string, step: number, attempt?: number): Promise<JobRequest> {
+    for (const deadline = Date.now() + 5000; ; await new Promise((r) => setTimeout(r, 5))) {
+      const found = this.started.find(
+        (r) => r.ref.commandId === commandId && r.ref.step === step && (attempt === undefined || r.ref.attempt === attempt),
+      );
+      if (found) return found;
+      if (Date.now() > deadline) assert.fail(`no job was started for ${commandId} step ${step}`);
+    }
   }
 
   async listJobNames(): Promise<Set<string>> {
@@ -58,8 +94,8 @@ class RecordingJobBackend implements JobBackend {
     this.listeners.push(listener);
   }
 
-  /** As a runner: reports `event` for the job. */
-  report(ref: JobRef, event: RunnerEvent): void {
+  /** As a runner (or the backend itself): reports `event` for the job. */
+  report(ref: JobRef, event: RunnerEvent | BackendEvent): void {
     for (const listener of this.listeners) listener(ref, event);
   }
 
@@ -104,7 +140,14 @@ async function insertTwoStepChain(f: ReconcilerFixture) {
 
 /** A reconciler over its own database: plan 'four' (4 vCPUs) with accounts A and B, a backend double. */
 async function reconcilerFixture(
-  o: { capacity?: number | null; maxAttempts?: number; resyncMs?: number; ensureResource?: ReconcilerOptions['ensureResource'] } = {},
+  o: {
+    capacity?: number | null;
+    maxAttempts?: number;
+    resyncMs?: number;
+    ensureResource?: ReconcilerOptions['ensureResource'];
+    /** Cluster mode's release gate (capacity null). */
+    gate?: boolean;
+  } = {},
 ) {
   const database = await openTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'ffop-reconciler-'));
@@ -122,6 +165,9 @@ async function reconcilerFixture(
   const caller = (name: string) => newCaller(accounts, name, 'four');
   const commands = new CommandsRepo(database.db);
   const backend = new RecordingJobBackend(o.capacity === undefined ? 2 : o.capacity);
+  if (o.gate) backend.releaseGate = new ScriptedReleaseGate();
+  /** Kubernetes Events the reconciler asked for. */
+  const events: { id: string; reason: string; message: string }[] = [];
   const now = new Date('2026-11-23T12:00:00Z');
   /** Commands whose state the reconciler said changed (cluster mode mirrors each into its resource). */
   const mirrored: string[] = [];
@@ -136,6 +182,7 @@ async function reconcilerFixture(
     workDir: dir,
     resyncMs: o.resyncMs ?? 3_600_000, // by default passes run only when the test asks or the reconciler kicks itself
     onCommandChanged: (id) => mirrored.push(id),
+    onCommandEvent: (id, e) => events.push({ id, reason: e.reason, message: e.message }),
     ensureResource: o.ensureResource,
   });
   const submit = async (who: Caller, vcpus: number): Promise<string> => {
@@ -161,6 +208,8 @@ async function reconcilerFixture(
     eventually,
     now,
     mirrored,
+    events,
+    gate: backend.releaseGate,
     a: await caller('A'),
     b: await caller('B'),
     close: async () => {
@@ -247,8 +296,7 @@ test("a chain keeps its share between its steps: only the last step's upload fre
     await f.reconciler.reconcileOnce();
     assert.deepEqual(startedIds(f.backend), [chain.id], 'its next step will need the share again');
     f.backend.succeed(f.backend.lastFor(chain.id));
-    await f.eventually(chain.id, (row) => row.currentStep === 1);
-    f.backend.uploading(f.backend.lastFor(chain.id));
+    f.backend.uploading(await f.backend.startedJob(chain.id, 1));
     await f.eventually(waiting, (row) => row.status === 'PROCESSING');
   } finally {
     await f.close();
@@ -722,3 +770,156 @@ test("cancel of a chain in its second step keeps the first step's outputs; a lat
 });
 
 type ReconcilerFixture = Awaited<ReturnType<typeof reconcilerFixture>>;
+
+test('cluster queueing: a pass releases only as many steps as the gate lets go; the rest stay QUEUED with no job', async () => {
+  const f = await reconcilerFixture({ capacity: null, gate: true });
+  try {
+    f.gate!.releasableNow = 2;
+    const ids = [await f.submit(f.a, 1), await f.submit(f.b, 1), await f.submit(f.a, 1)];
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), ids.slice(0, 2));
+    assert.equal((await f.commands.findById(ids[2]))!.status, 'QUEUED');
+    await f.reconciler.reconcileOnce(); // the released pods wait for room: the gate says 0
+    assert.equal(f.backend.started.length, 2);
+    f.reconciler.start(); // the gate asks for passes once the reconciler runs
+    f.gate!.open(5); // room freed: the gate asks for a pass itself
+    await f.eventually(ids[2], (r) => r.status === 'PROCESSING');
+    assert.deepEqual(startedIds(f.backend), ids);
+  } finally {
+    await f.close();
+  }
+});
+
+test('cluster queueing: maxVcpus caps the vCPUs of released steps, first come first served', async () => {
+  const f = await reconcilerFixture({ capacity: null, gate: true });
+  try {
+    f.gate!.maxVcpus = 3;
+    const ids = [await f.submit(f.a, 2), await f.submit(f.b, 2), await f.submit(f.b, 1)];
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [ids[0]], 'the 2-vCPU command is not overtaken by the 1-vCPU one');
+  } finally {
+    await f.close();
+  }
+});
+
+test('a step whose pod finds no room goes back to the queue at its place, its job deleted, and runs as a new attempt when released', async () => {
+  const f = await reconcilerFixture({ capacity: null, gate: true });
+  try {
+    const chain = await insertTwoStepChain(f);
+    const later = await f.submit(f.a, 1);
+    f.gate!.releasableNow = 1;
+    await f.reconciler.reconcileOnce();
+    f.backend.succeed(f.backend.lastFor(chain.id)); // step 1 done; step 2 starts at once
+    const step2 = await f.backend.startedJob(chain.id, 1);
+    f.gate!.releasableNow = 0;
+    f.backend.report(step2.ref, { type: 'requeue', reason: 'its pod found no node with room for 10 s (0/2 nodes are available)' });
+    const queued = await f.eventually(chain.id, (r) => r.status === 'QUEUED');
+    assert.equal(queued.currentStep, 1, 'it waits at the step it had reached');
+    assert.equal(queued.queueReason, 'its pod found no node with room for 10 s (0/2 nodes are available)');
+    assert.equal(queued.processingStage, null);
+    assert.ok(f.backend.deleted.includes(step2.ref.name));
+    assert.deepEqual(
+      f.events.map((e) => [e.id, e.reason]),
+      [[chain.id, 'Requeued']],
+    );
+    f.reconciler.start();
+    f.gate!.open(1);
+    const again = await f.eventually(chain.id, (r) => r.status === 'PROCESSING');
+    assert.equal(
+      (await f.backend.startedJob(chain.id, 1, step2.ref.attempt + 1)).ref.name,
+      `ffc-${chain.id}-s1-a${step2.ref.attempt + 1}`,
+      'step 2 again, as a new Job',
+    );
+    assert.equal(again.queueReason, null);
+    assert.equal(again.stepRetries, 0, 'waiting is not a failure: it does not count against the attempts');
+    assert.equal((await f.commands.findById(later))!.status, 'QUEUED', 'the requeued step went first: it kept its place');
+  } finally {
+    await f.close();
+  }
+});
+
+test('a lost pod runs its step again as the next attempt, the record unchanged; the third loss fails INTERRUPTED', async () => {
+  const f = await reconcilerFixture({ capacity: null, gate: true, maxAttempts: 3 });
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const first = f.backend.lastFor(id);
+    f.backend.report(first.ref, { type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
+    f.backend.report(first.ref, {
+      type: 'lost',
+      reason: 'its pod was lost on node node-b: EvictionByEvictionAPI (Eviction API: evicting)',
+    });
+    const second = await f.backend.startedJob(id, 0, 2);
+    assert.equal(second.ref.name, `ffc-${id}-s0-a2`);
+    const row = (await f.commands.findById(id))!;
+    assert.equal(row.status, 'PROCESSING');
+    assert.equal(row.processingStage, 'DOWNLOADING');
+    assert.equal(row.errorStatus, null);
+    assert.ok(f.backend.deleted.includes(first.ref.name), "the lost attempt's Job is deleted");
+    assert.match(f.events.at(-1)!.message, /step 1 runs again as attempt 2: its pod was lost on node node-b/);
+
+    f.backend.report(second.ref, { type: 'lost', reason: 'lost again' });
+    f.backend.report((await f.backend.startedJob(id, 0, 3)).ref, { type: 'lost', reason: 'the node went away' });
+    const failed = await f.eventually(id, (r) => r.status === 'FAILED');
+    assert.equal(failed.errorStatus, 'INTERRUPTED');
+    assert.match(
+      failed.errorMessage!,
+      /step 1 was started 3 times and lost each time; it was not tried again \(last: the node went away\)/,
+    );
+  } finally {
+    await f.close();
+  }
+});
+
+test('a step larger than any node fails UNSCHEDULABLE at once with the reason, and makes no job', async () => {
+  const f = await reconcilerFixture({ capacity: null, gate: true });
+  try {
+    f.gate!.unfitReason = 'the step asks 8 vCPUs ...; the largest, node-a, has 2 vCPUs';
+    const big = await f.submit(f.a, 4); // the most plan "four" allows
+    await f.reconciler.reconcileOnce();
+    assert.equal((await f.commands.findById(big))!.status, 'PROCESSING', 'a 4-vCPU step fits the double');
+    await f.plans.create({
+      name: 'large',
+      maxVcpus: 16,
+      maxCommandRunSeconds: 600,
+      requestsPerMinute: 100,
+      storageQuotaBytes: 1e12,
+      processingQuotaBytesPerMonth: 1e12,
+      privateFiles: true,
+    });
+    const huge = await f.submit(await newCaller(new AccountsRepo(f.database.db), 'L', 'large'), 8);
+    await f.reconciler.reconcileOnce();
+    const failed = await f.eventually(huge, (r) => r.status === 'FAILED');
+    assert.equal(failed.errorStatus, 'UNSCHEDULABLE');
+    assert.equal(failed.errorMessage, 'the step asks 8 vCPUs ...; the largest, node-a, has 2 vCPUs');
+    assert.ok(!startedIds(f.backend).includes(huge));
+  } finally {
+    await f.close();
+  }
+});
+
+test('queued commands of a plan of higher priority start first, then oldest first', async () => {
+  const f = await reconcilerFixture({ capacity: 1 });
+  try {
+    await f.plans.create({
+      name: 'gold',
+      maxVcpus: 4,
+      maxCommandRunSeconds: 600,
+      requestsPerMinute: 100,
+      storageQuotaBytes: 1e12,
+      processingQuotaBytesPerMonth: 1e12,
+      privateFiles: true,
+      priority: 5,
+    });
+    const gold = await newCaller(new AccountsRepo(f.database.db), 'G', 'gold');
+    const running = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const older = await f.submit(f.b, 1);
+    const paid = await f.submit(gold, 1);
+    f.backend.succeed(f.backend.lastFor(running));
+    await f.eventually(paid, (r) => r.status === 'PROCESSING');
+    assert.equal((await f.commands.findById(older))!.status, 'QUEUED');
+  } finally {
+    await f.close();
+  }
+});

@@ -33,12 +33,18 @@ export interface ReconcilerOptions {
   logger: Logger;
   limits: RunLimits;
   clock?: () => Date;
-  /** Times a step is started before an interrupted command is given up (FAILED, INTERRUPTED). */
+  /**
+   * Times a step is started before a command whose step keeps being lost is given up (FAILED,
+   * INTERRUPTED): the service restarted under it, or its pod was lost with its node. Steps sent back
+   * to the queue for want of room are not counted.
+   */
   maxAttempts?: number;
   /** Scratch space (unpacking playlists). */
   workDir: string;
   /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
   onCommandChanged?: (commandId: string) => void;
+  /** Something a person watching the command should hear of (cluster mode: a Kubernetes Event on its resource). */
+  onCommandEvent?: (commandId: string, event: { reason: string; message: string; warning: boolean }) => void;
   /**
    * Cluster mode: make sure a command has its FfmpegCommand (created when missing; 'deleted' when the
    * user deleted it). Called for every active command at each resync, and for each command a pass starts.
@@ -78,6 +84,10 @@ export class Reconciler {
       delayMs: STEP_STATE_DELAY_MS,
       logger: o.logger,
     });
+    // The cluster shows room again (a pod ended, a node came): queued steps may be released.
+    o.backend.releaseGate?.onMayOpen(() => {
+      if (this.timer) this.kick(); // once started: the operator starts the backend's watches first
+    });
     // A result is prepared before the serialised section (reading its command, copying a playlist's
     // files into storage), so slow preparation does not hold up other commands' transitions. Events
     // of one Job stay in order: only its last one, the result, can take long.
@@ -93,6 +103,11 @@ export class Reconciler {
         return;
       }
       this.stepStates.forget(ref);
+      if (event.type === 'requeue' || event.type === 'lost') {
+        if (!this.stopped)
+          void this.serial(() => (event.type === 'requeue' ? this.requeue(ref, event.reason) : this.retryLost(ref, event.reason)));
+        return;
+      }
       void this.prepare(ref, event).then((prepared) => {
         if (!this.stopped) void this.serial(() => this.applyResult(ref, event, prepared));
       });
@@ -197,9 +212,11 @@ export class Reconciler {
     for (const command of lost) await this.recoverLostJob(command);
     if (lost.length > 0) running = await this.options.commands.processing();
     const capacity = this.options.backend.capacityVcpus;
-    // While the shared capacity is taken nothing can start: a pass then costs one small read, however
-    // long the queue.
-    this.capacityFull = capacity !== null && capacityTaken(running, capacity);
+    const gate = this.options.backend.releaseGate;
+    // While the shared capacity is taken (or the cluster shows no room) nothing can start: a pass then
+    // costs one small read, however long the queue.
+    const releasable = gate ? gate.releasable() : Infinity;
+    this.capacityFull = (capacity !== null && capacityTaken(running, capacity)) || releasable <= 0;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
     for (const command of o.sweep ? await this.options.commands.overPlan() : []) {
@@ -211,12 +228,18 @@ export class Reconciler {
     }
     // The database prefilters the queue by each account's plan; every candidate uses at least one
     // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
-    const limit = capacity === null ? UNLIMITED_PASS_SIZE : capacity + 1;
+    const limit = capacity === null ? Math.min(UNLIMITED_PASS_SIZE, releasable) : capacity + 1;
     const candidates = await this.options.commands.admissible(limit);
     if (candidates.length === 0) return;
-    const admitted = admitToCapacity(running, candidates, capacity);
-    // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
-    if (capacity === null && candidates.length === limit) this.kick();
+    const admitted =
+      capacity === null && gate?.maxVcpus != null
+        ? // A cap on a shared cluster counts every vCPU a released pod asks for, finishing or not.
+          admitToCapacity(
+            running.map((c) => ({ ...c, finishing: false })),
+            candidates,
+            gate.maxVcpus,
+          )
+        : admitToCapacity(running, candidates, capacity);
     for (const id of admitted) {
       const candidate = candidates.find((c) => c.id === id)!;
       if (this.options.ensureResource && !ensured.has(id) && (await this.options.ensureResource(candidate)) === 'deleted') {
@@ -227,40 +250,76 @@ export class Reconciler {
       }
       // The pass reads light rows; the started command's row has its steps and outputs.
       const startedAt = this.clock();
-      const command = await this.options.commands.startQueued(id, {
-        status: CommandStatus.PROCESSING,
-        startedAt,
-        currentStep: 0,
-        attempt: 1,
-        processingStage: ProcessingStage.DOWNLOADING,
-      });
+      const command = await this.options.commands.startQueued(id, { processingStage: ProcessingStage.DOWNLOADING }, startedAt);
       if (!command) continue;
       this.options.onCommandChanged?.(command.id);
       this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
       this.options.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
-      await this.startStep(command);
+      await this.startStep(command, candidate.plan);
     }
+    // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
+    if (capacity === null && candidates.length === limit && admitted.length === limit) this.kick();
   }
 
   /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
   private async recoverLostJob(command: ActiveCommand): Promise<void> {
+    await this.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
+  }
+
+  /** The backend lost the step's pod (its node died or was drained): run the step again, or give up. */
+  private async retryLost(ref: JobRef, reason: string): Promise<void> {
+    const command = await this.options.commands.findById(ref.commandId);
+    if (!runsStep(command, ref)) return;
+    await this.runStepAgain(command, reason);
+    this.deleteFinishedJob(ref.name);
+  }
+
+  /**
+   * Runs a lost step again as its next attempt, with the command's record unchanged but for its stage;
+   * after maxAttempts starts of the step the command fails INTERRUPTED instead. ffmpeg's own failures
+   * never come here: they are results.
+   */
+  private async runStepAgain(
+    command: Pick<CommandRow, 'id' | 'currentStep' | 'attempt' | 'stepRetries' | 'ffmpegSeconds' | 'processedBytes'>,
+    reason: string,
+  ): Promise<void> {
     const maxAttempts = this.options.maxAttempts ?? 3;
-    if (command.attempt >= maxAttempts) {
+    const started = command.stepRetries + 1;
+    if (started >= maxAttempts) {
       await this.fail(
         command,
         ErrorStatus.INTERRUPTED,
-        `the service stopped while this command ran, ${command.attempt} times; it was not tried again`,
+        `step ${command.currentStep + 1} was started ${started} times and lost each time; it was not tried again (last: ${reason})`,
       );
       return;
     }
     const attempt = command.attempt + 1;
-    this.log(command).warn({ step: command.currentStep, attempt }, 'job lost (service restarted?), running the step again');
-    await this.options.commands.update(command.id, { attempt, processingStage: ProcessingStage.DOWNLOADING, progress: null });
+    this.log(command).warn({ step: command.currentStep, attempt, reason }, 'step lost, running it again');
+    this.options.onCommandEvent?.(command.id, {
+      reason: 'StepRetried',
+      message: `step ${command.currentStep + 1} runs again as attempt ${attempt}: ${reason}`,
+      warning: true,
+    });
+    await this.options.commands.update(command.id, {
+      attempt,
+      stepRetries: command.stepRetries + 1,
+      processingStage: ProcessingStage.DOWNLOADING,
+      progress: null,
+    });
     const row = await this.options.commands.findById(command.id);
     if (row) await this.startStep(row);
   }
 
-  private async startStep(command: CommandRow): Promise<void> {
+  /** A released step's pod finds no room: back to the queue, at its place, with no job and so no deadline running. */
+  private async requeue(ref: JobRef, reason: string): Promise<void> {
+    if (!(await this.options.commands.requeue(ref, reason))) return;
+    this.deleteFinishedJob(ref.name);
+    this.log({ id: ref.commandId }).warn({ step: ref.step, attempt: ref.attempt, reason }, 'step sent back to the queue');
+    this.options.onCommandEvent?.(ref.commandId, { reason: 'Requeued', message: `back in the queue: ${reason}`, warning: true });
+    this.options.onCommandChanged?.(ref.commandId);
+  }
+
+  private async startStep(command: CommandRow, plan?: string): Promise<void> {
     const ref: JobRef = {
       name: jobName(command.id, command.currentStep, command.attempt),
       commandId: command.id,
@@ -269,16 +328,30 @@ export class Reconciler {
     };
     try {
       const spec = await buildStepSpec(command, command.currentStep, this.options.storage, this.options.limits);
-      await this.options.backend.ensureJob({
+      const request = {
         ref,
         spec,
         vcpus: command.vcpuCount,
         deadlineSeconds: stepDeadlineSeconds(command, this.options.limits),
         accountId: command.accountId,
-      });
+        plan: plan ?? undefined,
+        knownInputBytes: command.currentStep > 0 ? await this.earlierOutputBytes(command) : 0,
+      };
+      // Waiting for a node larger than any there is would only end at the deadline.
+      const unfit = this.options.backend.releaseGate?.unfit(request);
+      if (unfit) {
+        await this.fail(command, ErrorStatus.UNSCHEDULABLE, unfit);
+        return;
+      }
+      await this.options.backend.ensureJob(request);
     } catch (err) {
       await this.fail(command, ErrorStatus.INTERNAL_ERROR, `could not start step ${command.currentStep + 1}: ${(err as Error).message}`);
     }
+  }
+
+  /** Bytes of the files earlier steps stored: what a later step's inputs can be at most. */
+  private async earlierOutputBytes(command: CommandRow): Promise<number> {
+    return (await this.options.commands.outputFiles(command.id)).reduce((sum, f) => sum + (f.sizeBytes ?? 0), 0);
   }
 
   /**

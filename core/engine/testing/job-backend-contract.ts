@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { RunnerEvent, StepSpec } from '../../jobs/step-spec.ts';
 import type { Storage } from '../../storage/storage.ts';
 import { parseFfmpegCommand } from '../../commands/parse.ts';
-import { jobName, type JobBackend, type JobRef } from '../job-backend.ts';
+import { jobName, type BackendEvent, type JobBackend, type JobRef } from '../job-backend.ts';
 
 export interface BackendFixture {
   backend: JobBackend;
@@ -16,9 +16,9 @@ export interface BackendFixture {
 }
 
 export function collector(backend: JobBackend) {
-  const events = new Map<string, RunnerEvent[]>();
+  const events = new Map<string, (RunnerEvent | BackendEvent)[]>();
   const waiters: (() => void)[] = [];
-  backend.subscribe((ref: JobRef, event: RunnerEvent) => {
+  backend.subscribe((ref: JobRef, event: RunnerEvent | BackendEvent) => {
     events.set(ref.name, [...(events.get(ref.name) ?? []), event]);
     waiters.splice(0).forEach((w) => w());
   });
