@@ -58,6 +58,11 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     '/v1/run-ffmpeg-command',
     describeRoute({
       summary: 'Run one FFmpeg command',
+      description:
+        'Answers `{command_id}` at once; poll GET /v1/commands/{command_id}. A 422 refuses what the request gets wrong or ' +
+        'what the service never allows (see ffmpeg_command). A command ffmpeg would stop on with a message known already ' +
+        '(an unknown filter, option or format, a filtergraph ffmpeg cannot read) is accepted and is FAILED from its first ' +
+        "poll, with error_status FFMPEG_FAILED and ffmpeg's message; nothing is downloaded and ffmpeg does not run.",
       tags: ['commands'],
       requestBody: jsonRequestBody(runCommandSchema),
       responses: submitted,
@@ -74,7 +79,8 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     describeRoute({
       summary: 'Run up to 10 FFmpeg commands in order',
       description:
-        'A later command may read an earlier output with `-i {{out_x}}`. Each command runs as its own step; a failed step fails the chain.',
+        'A later command may read an earlier output with `-i {{out_x}}`. Each command runs as its own step; a failed step fails the chain. ' +
+        'A chain with a command that ffmpeg would stop on with a message known already is FAILED from its first poll (no command runs).',
       tags: ['commands'],
       requestBody: jsonRequestBody(runChainSchema),
       responses: submitted,

@@ -95,13 +95,20 @@ const common = {
   is_private: v.optional(laxBool(), false),
 };
 
-// JSON Schema cannot state the command-line rules (README: placeholders, file arguments, allowlists):
-// the description points there, and a 422 at this field is about them.
+// JSON Schema cannot state the command-line rules (README: "What is refused at submit, and what is
+// left to ffmpeg"): the description points there, and a 422 at this field is about them.
 const COMMAND_LINE =
   'ffmpeg arguments without the leading `ffmpeg`; {{alias}} placeholders stand for the declared files. ' +
-  'The service parses the line and refuses (422 at this field) undeclared aliases, paths outside the working folder, ' +
-  'protocols and options, formats or filters outside its allowlists; a declared output the commands never write is refused ' +
-  'at output_files.';
+  'Refused with a 422 at this field (nothing is stored): what the request gets wrong or what the service never allows, ' +
+  'whatever ffmpeg would do: undeclared aliases, paths outside the working folder (system fonts under /usr/share/fonts ' +
+  "and /usr/local/share/fonts excepted), protocols, pipes and devices, options that switch off ffmpeg's protections or " +
+  'read and write files of their own, filters that load code or open files, sockets or devices, tee slaves that write ' +
+  'anything but an output placeholder, and options, formats or filters that ffmpeg knows but the service does not allow; ' +
+  'a declared output the commands never write is refused at output_files. ' +
+  'Left to ffmpeg: names ffmpeg does not know (filters, options, formats) and filtergraph syntax (quotes that do not ' +
+  'pair inside a graph included) are accepted, and the command ends FAILED at once with error_status FFMPEG_FAILED and ' +
+  'the message ffmpeg gives (cause first), without a download or an ffmpeg run; codecs, option values and expressions ' +
+  'are judged by ffmpeg when it runs (FFMPEG_FAILED, its message first).';
 const commandLine = v.pipe(
   text(),
   v.minLength(1, msg('string_too_short', 'String should have at least 1 character')),
