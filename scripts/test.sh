@@ -52,6 +52,12 @@ if [ "${FFOP_SKIP_CLUSTER_TESTS:-0}" != 1 ] && [ "${FFOP_SKIP_NODE_TESTS:-0}" !=
   echo "== real node tests (the chart on kubelet + containerd, images built by scripts/build-images.sh)"
   FFOP_NEED_NODE=1 FFOP_NEED_IMAGES=1 bash scripts/ensure-system-deps.sh
   mapfile -t nodetests < <(find e2e/node -name '*.node.test.ts' | sort)
-  bash e2e/node/sandbox.sh node --import tsx --test --test-concurrency=1 "${nodetests[@]}" || status=1
+  # The images are built out here: the sandbox has no network, and a changed root filesystem needs
+  # Debian's mirrors (inside, the tests find them cached).
+  if bash scripts/build-images.sh >/dev/null; then
+    bash e2e/node/sandbox.sh node --import tsx --test --test-concurrency=1 "${nodetests[@]}" || status=1
+  else
+    status=1
+  fi
 fi
 exit $status

@@ -126,6 +126,7 @@ describe('the chart on two real nodes', () => {
       JSON.stringify(records),
     );
     assert.deepEqual([...new Set(nodeOf.values())].sort(), ['localhost', 'node-2'], JSON.stringify([...nodeOf]));
+    console.log(`# runner pods by node: ${JSON.stringify([...nodeOf.values()].sort())}`);
     assert.deepEqual([...reached].sort(), ['localhost', 'node-2'], 'kubectl exec and logs worked on both nodes');
     for (const record of records) assert.equal((await fetch(record.output_files.out_1.storage_url)).status, 200);
   });
@@ -138,7 +139,9 @@ describe('the chart on two real nodes', () => {
       const id = await api.submit(slowCommand(120));
       const pod = await runningPod(id);
       assert.equal(pod.spec!.nodeName, 'node-2');
+      const drainStart = Date.now();
       await svc.drainNode('node-2');
+      console.log(`# drainNode(node-2) with a runner container running there: ${Date.now() - drainStart} ms`);
       const node = await core.readNode({ name: 'node-2' });
       assert.equal(node.spec!.unschedulable, true, 'node-2 is cordoned');
       assert.ok(!(await runnerPods(id)).some((p) => p.metadata!.uid === pod.metadata!.uid), 'the evicted pod is gone');
