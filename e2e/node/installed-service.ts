@@ -72,9 +72,11 @@ export interface InstalledService {
   uncordon(name: string): Promise<void>;
   /**
    * Takes a node away as when its machine dies: kubelet, containerd, the shims and the containers are
-   * killed at once (SIGKILL). Nothing tells the control plane: the Node stays Ready until the node
-   * lifecycle controller misses its heartbeats, and its pods stay as they were until then. Not the first
-   * node (it holds the chart's pods and the scheduler).
+   * killed at once (SIGKILL). Nothing tells the control plane: the node lifecycle controller marks the
+   * Node Ready=Unknown once its heartbeats are missed (40-50 s here), and its pods stay bound to it for
+   * the 300 s they tolerate an unreachable node, unless they tolerate less or the node is tainted
+   * `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute` (then they are deleted within about 20 s).
+   * Not the first node (it holds the chart's pods and the scheduler).
    */
   stopNode(name: string): Promise<void>;
   /** Seconds each stage took: images, control plane, node Ready, chart installed. */
@@ -89,7 +91,13 @@ const nodeName = (index: number) => (index === 1 ? 'localhost' : `node-${index}`
  * Installs the chart on real nodes in this sandbox: `nodes` (default 1) of them, the runner image
  * imported into every node's containerd, the service image into the first node's.
  */
-export async function installOnRealNode(opts: { allow?: string[]; nodes?: 1 | 2 } = {}): Promise<InstalledService> {
+export async function installOnRealNode(
+  opts: {
+    allow?: string[];
+    nodes?: 1 | 2;
+    /** Chart values over the fixture's, merged key by key. */ values?: Record<string, unknown>;
+  } = {},
+): Promise<InstalledService> {
   if (process.env.FFOP_NODE_SANDBOX !== '1') throw new Error('real-node tests run inside e2e/node/sandbox.sh (scripts/test.sh does that)');
   const nodeIp = process.env.FFOP_NODE_IP!;
   const timings: Record<string, number> = {};
@@ -191,6 +199,7 @@ export async function installOnRealNode(opts: { allow?: string[]; nodes?: 1 | 2 
         memoryLimit: RUNNER_MEMORY_LIMIT,
       },
     };
+    mergeValues(values, opts.values ?? {});
     const valuesFile = join(dir, 'values.json');
     await writeFile(valuesFile, JSON.stringify(values, null, 2));
     const helmBin = join(parseEnvText((await must('bash', [join(ROOT, 'e2e/control-plane/build.sh')])).stdout).FFOP_HELM_BIN_DIR, 'helm');
@@ -272,6 +281,16 @@ export async function installOnRealNode(opts: { allow?: string[]; nodes?: 1 | 2 
   } catch (err) {
     await close();
     throw err;
+  }
+}
+
+/** Sets `over`'s values into `into`, object by object (as helm merges -f files). */
+function mergeValues(into: Record<string, unknown>, over: Record<string, unknown>): void {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  for (const [key, value] of Object.entries(over)) {
+    const current = into[key];
+    if (isObject(current) && isObject(value)) mergeValues(current, value);
+    else into[key] = value;
   }
 }
 
