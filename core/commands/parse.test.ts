@@ -376,6 +376,13 @@ describe('checkFfmpegCommand leaves to ffmpeg', () => {
     });
   }
 
+  test('after an option ffmpeg does not know, the outputs named later still count (a chain reads them)', () => {
+    const two: ParseOptions = { inputAliases: new Set(['in_1']), outputAliases: new Set(['out_1', 'out_2']) };
+    const { command, ffmpegFailure } = checkFfmpegCommand('-i {{in_1}} -foo 1 {{out_1}} -f mp4 {{out_2}} {{in_9}}', two);
+    assert.match(ffmpegFailure ?? '', /Unrecognized option 'foo'/);
+    assert.deepEqual(command.outputAliases, ['out_1', 'out_2']);
+  });
+
   test('still refuses what the service never allows, wherever the graph stops', () => {
     for (const command of [
       '-i {{in_1}} -vf "nosuchfilter,movie=/etc/passwd" {{out_1}}',

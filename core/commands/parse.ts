@@ -138,13 +138,28 @@ class CommandSorter {
         this.addOutput(token);
       }
     }
-    if (this.stopped) return this.parsed();
+    if (this.stopped) {
+      // ffmpeg reads no further; the outputs named there still count as this command's for a chain's later steps.
+      for (const token of tokens.slice(i)) this.noteOutputNamedAfterStop(token);
+      return this.parsed();
+    }
     if (this.pending.length > 0) {
       const names = this.pending.map((p) => p.token).join(' ');
       throw new CommandRejected(`${names} at the end of ffmpeg_command apply to no file; put them before the output file`);
     }
     if (this.outputs.length === 0) throw new CommandRejected('ffmpeg_command has no output file');
     return this.parsed();
+  }
+
+  private noteOutputNamedAfterStop(token: string): void {
+    let pieces: ArgPiece[];
+    try {
+      pieces = splitPlaceholders(token);
+    } catch {
+      return; // never read by ffmpeg: not ours to judge either
+    }
+    const alias = wholePlaceholder(pieces);
+    if (alias !== undefined && this.opts.outputAliases.has(alias) && !this.outputAliases.includes(alias)) this.outputAliases.push(alias);
   }
 
   private parsed(): ParsedCommand {
