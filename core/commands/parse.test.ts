@@ -692,6 +692,13 @@ describe('accepted commands run with the real ffmpeg', () => {
       check: async (cwd) => assert.ok((await streamTypes(cwd, 'with-font.mkv')).includes('attachment,font/ttf')),
     },
     {
+      // A system font attached by its path.
+      command: '-i {{in_1}} -attach /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf -metadata:s:t mimetype=font/ttf -c copy {{out_1}}',
+      files: { ...inputs, out_1: 'system-font.mkv' },
+      expect: ['system-font.mkv'],
+      check: async (cwd) => assert.ok((await streamTypes(cwd, 'system-font.mkv')).includes('attachment,font/ttf')),
+    },
+    {
       // A system font by its path, and tee writing two files whose names need escaping at the slave level
       // (matroska needs the encoders' global headers, or tee drops that slave and goes on).
       command:
