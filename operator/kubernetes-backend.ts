@@ -103,6 +103,9 @@ const EVENT_LOOKBACK = 200;
 export class KubernetesBackend implements JobBackend {
   readonly capacityVcpus = null; // the scheduler decides where and when pods run
   readonly releaseGate: PodRoomGate | undefined;
+  readonly queuesInCluster: boolean;
+  /** Kueue mode: Jobs seen resumed (reported released); one suspended again is reported and leaves. */
+  private readonly resumed = new Set<string>();
   private pods: KeptInformer<V1Pod> | null = null;
   private nodes: KeptInformer<V1Node> | null = null;
   private gateTimer: NodeJS.Timeout | null = null;
@@ -138,6 +141,7 @@ export class KubernetesBackend implements JobBackend {
     this.batch = o.kubeconfig.makeApiClient(BatchV1Api);
     this.core = o.kubeconfig.makeApiClient(CoreV1Api);
     const queueing = o.queueing ?? DEFAULT_QUEUEING;
+    this.queuesInCluster = queueing.mode === 'kueue';
     if (queueing.mode === 'builtin') {
       this.releaseGate = new PodRoomGate({
         maxPendingPods: queueing.maxPendingPods,
@@ -165,7 +169,10 @@ export class KubernetesBackend implements JobBackend {
     );
     this.jobs.informer.on('update', (job) => this.jobChanged(job));
     // Forget a Job once it is gone for good (its late updates are still ignored until then).
-    this.jobs.informer.on('delete', (job) => this.settled.delete(job.metadata!.name!));
+    this.jobs.informer.on('delete', (job) => {
+      this.settled.delete(job.metadata!.name!);
+      this.resumed.delete(job.metadata!.name!);
+    });
     this.jobs.informer.on('add', (job) => {
       this.created.delete(job.metadata!.name!);
       this.jobChanged(job);
@@ -362,9 +369,9 @@ export class KubernetesBackend implements JobBackend {
       if (!ended && pod.spec?.nodeName && !this.placedPods.has(uid)) {
         // Bound to a node: it waits no more, so one more step may be released.
         this.placedPods.add(uid);
-        this.releaseGate?.roomMayHaveFreed();
+        this.releaseGate?.podPlaced();
       } else if (ended && this.placedPods.delete(uid)) {
-        this.releaseGate?.roomMayHaveFreed();
+        this.releaseGate?.podEnded();
       }
     };
     this.pods.informer.on('add', (pod) => changed(pod, false));
@@ -461,6 +468,7 @@ export class KubernetesBackend implements JobBackend {
   private async onJobChanged(job: V1Job): Promise<void> {
     const name = job.metadata?.name ?? '';
     const ref = parseJobName(name);
+    if (ref && this.queuesInCluster) this.followClusterQueue(ref, job);
     const finished = job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
     if (!ref || !finished || this.settled.has(name)) return;
     // The runner reports its result before it exits: read events first, so a real result wins.
@@ -480,6 +488,18 @@ export class KubernetesBackend implements JobBackend {
     }
     const failure = await this.describeFailure(job, finished.type, finished.reason, finished.message);
     this.emit(ref, { type: 'result', ok: false, ffmpegSeconds: null, inputBytes: 0, ...failure });
+  }
+
+  /** Kueue mode: reports a Job Kueue resumed (the step runs), and one it suspended again (preempted, evicted). */
+  private followClusterQueue(ref: JobRef, job: V1Job): void {
+    if (this.settled.has(ref.name) || finishedCondition(job) || job.metadata?.deletionTimestamp) return;
+    if (!job.spec?.suspend && !this.resumed.has(ref.name)) {
+      this.resumed.add(ref.name);
+      this.emit(ref, { type: 'released' });
+    } else if (job.spec?.suspend && this.resumed.delete(ref.name)) {
+      const suspended = job.status?.conditions?.find((c) => c.type === 'Suspended' && c.status === 'True');
+      this.emit(ref, { type: 'suspended', reason: `Kueue suspended its Job again${suspended?.message ? ` (${suspended.message})` : ''}` });
+    }
   }
 
   /** What took the pod away (its DisruptionTarget condition: drained, evicted, preempted, node gone). */

@@ -63,7 +63,7 @@ test('an install migrated from before plans were rows keeps its accounts on thei
     await db.execute(sql`drop table plans`);
     await db.execute(sql`delete from ffop_migrations where tag = '0003_plans'`);
     // And before 0007, which adds the plans' priority (and a column of commands).
-    await db.execute(sql`alter table commands drop column step_retries, drop column queue_reason`);
+    await db.execute(sql`alter table commands drop column step_retries, drop column queue_reason, drop column in_cluster_queue`);
     await db.execute(sql`delete from ffop_migrations where tag = '0007_queueing'`);
     await db.insert(accounts).values([
       { id: '00000000-0000-4000-8000-000000000001', name: 'old-free', plan: 'free' },

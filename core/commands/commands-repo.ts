@@ -59,6 +59,7 @@ export type ActiveCommand = Pick<
   | 'currentStep'
   | 'attempt'
   | 'stepRetries'
+  | 'inClusterQueue'
   | 'ffmpegSeconds'
   | 'processedBytes'
   | 'resourceCreatedAt'
@@ -208,6 +209,11 @@ export class CommandsRepo {
     return this.activeWith([CommandStatus.PROCESSING]);
   }
 
+  /** QUEUED commands whose step waits in the cluster's queue (Kueue) with its Job made suspended. */
+  async inClusterQueueNow(): Promise<ActiveCommand[]> {
+    return this.activeWith([CommandStatus.QUEUED], eq(commands.inClusterQueue, true));
+  }
+
   /** QUEUED and PROCESSING commands whose cancel was requested: the commands_active index finds them. */
   async cancelRequested(): Promise<ActiveCommand[]> {
     return this.activeWith([CommandStatus.QUEUED, CommandStatus.PROCESSING], isNotNull(commands.cancelRequestedAt));
@@ -223,6 +229,7 @@ export class CommandsRepo {
         currentStep: commands.currentStep,
         attempt: commands.attempt,
         stepRetries: commands.stepRetries,
+        inClusterQueue: commands.inClusterQueue,
         ffmpegSeconds: commands.ffmpegSeconds,
         processedBytes: commands.processedBytes,
         resourceCreatedAt: commands.resourceCreatedAt,
@@ -242,12 +249,14 @@ export class CommandsRepo {
   async admissible(limit: number): Promise<QueuedCommand[]> {
     const result = await this.db.execute(sql`
       with running as (
-        select account_id, sum(vcpu_count) as used from commands where status = ${CommandStatus.PROCESSING} group by account_id
+        select account_id, sum(vcpu_count) as used from commands
+        where status = ${CommandStatus.PROCESSING} or (status = ${CommandStatus.QUEUED} and in_cluster_queue)
+        group by account_id
       ), queued as (
         select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, p.priority, c.resource_created_at,
                sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
         from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
-        where c.status = ${CommandStatus.QUEUED}
+        where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue
       )
       select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at from queued q left join running r on r.account_id = q.account_id
       where q.cumulative + coalesce(r.used, 0) <= q.max_vcpus
@@ -260,7 +269,7 @@ export class CommandsRepo {
     const result = await this.db.execute(sql`
       select c.id, c.account_id, c.vcpu_count, p.max_vcpus, p.name as plan, c.resource_created_at
       from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
-      where c.status = ${CommandStatus.QUEUED} and c.vcpu_count > p.max_vcpus`);
+      where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue and c.vcpu_count > p.max_vcpus`);
     return queuedCommandsOf(result);
   }
 
@@ -315,13 +324,50 @@ export class CommandsRepo {
   }
 
   /**
+   * Kueue mode: hands a QUEUED command's step to the cluster's queue (its Job is then made suspended),
+   * in one statement, as a new attempt. It stays QUEUED, and counts against its plan from now on. Null
+   * when it is not QUEUED any more (or was handed over already).
+   */
+  async queueInCluster(id: string): Promise<CommandRow | null> {
+    const [row] = await this.db
+      .update(commands)
+      .set({ inClusterQueue: true, attempt: sql`${commands.attempt} + 1`, queueReason: null })
+      .where(and(eq(commands.id, id), eq(commands.status, CommandStatus.QUEUED), eq(commands.inClusterQueue, false)))
+      .returning();
+    return row ?? null;
+  }
+
+  /** Kueue mode: the cluster's queue resumed this step's Job; the command runs. Its row, or null if it did not wait for that Job. */
+  async startReleased(step: RunningStep, now: Date): Promise<CommandRow | null> {
+    const [row] = await this.db
+      .update(commands)
+      .set({
+        status: CommandStatus.PROCESSING,
+        inClusterQueue: false,
+        processingStage: ProcessingStage.DOWNLOADING,
+        startedAt: sql`coalesce(${commands.startedAt}, ${now.toISOString()}::timestamptz)`,
+      })
+      .where(
+        and(
+          eq(commands.id, step.commandId),
+          eq(commands.status, CommandStatus.QUEUED),
+          eq(commands.inClusterQueue, true),
+          eq(commands.currentStep, step.step),
+          eq(commands.attempt, step.attempt),
+        ),
+      )
+      .returning();
+    return row ?? null;
+  }
+
+  /**
    * Sends a running step's command back to the queue (cluster mode: its pod found no node), if that
    * step still runs. It keeps its place (its seq) and its step; true when it was sent back.
    */
-  async requeue(step: RunningStep, reason: string): Promise<boolean> {
+  async requeue(step: RunningStep, reason: string, o: { inClusterQueue: boolean } = { inClusterQueue: false }): Promise<boolean> {
     const rows = await this.db
       .update(commands)
-      .set({ status: CommandStatus.QUEUED, processingStage: null, progress: null, queueReason: reason })
+      .set({ status: CommandStatus.QUEUED, processingStage: null, progress: null, queueReason: reason, inClusterQueue: o.inClusterQueue })
       .where(isRunning(step))
       .returning({ id: commands.id });
     return rows.length > 0;

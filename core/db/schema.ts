@@ -122,6 +122,11 @@ export const commands = pgTable(
     stepRetries: integer('step_retries').notNull().default(0),
     /** Why a command that had started waits in the queue again (cluster mode: its pod found no node), or null. */
     queueReason: text('queue_reason'),
+    /**
+     * Cluster mode with Kueue: the QUEUED command's step has its Job, made suspended, and waits for Kueue
+     * to resume it (it counts against its account's plan like a running one).
+     */
+    inClusterQueue: boolean('in_cluster_queue').notNull().default(false),
     ffmpegSeconds: doublePrecision('ffmpeg_seconds').notNull().default(0),
     processedBytes: bigint('processed_bytes', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),

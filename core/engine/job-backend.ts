@@ -25,7 +25,12 @@ export interface JobRequest {
  * - `lost`: the job's pod was lost with no result of its own (its node died or was drained, the pod
  *   was evicted or preempted); the step runs again as its next attempt.
  */
-export type BackendEvent = { type: 'requeue'; reason: string } | { type: 'lost'; reason: string };
+export type BackendEvent =
+  | { type: 'requeue'; reason: string }
+  | { type: 'lost'; reason: string }
+  /** Kueue mode: the cluster's queue resumed the step's suspended Job (it runs now), or suspended it again (preempted, evicted). */
+  | { type: 'released' }
+  | { type: 'suspended'; reason: string };
 
 export type JobListener = (ref: JobRef, event: RunnerEvent | BackendEvent) => void;
 
@@ -57,6 +62,11 @@ export interface JobBackend {
   readonly capacityVcpus: number | null;
   /** When set, steps are released through it (cluster mode); otherwise capacityVcpus decides. */
   readonly releaseGate?: ReleaseGate;
+  /**
+   * Jobs are made suspended and wait in the cluster's own queue (Kueue), which releases them: the
+   * command stays QUEUED until the backend reports `released`.
+   */
+  readonly queuesInCluster?: boolean;
   close(): Promise<void>;
 }
 

@@ -45,6 +45,7 @@ class ScriptedReleaseGate implements ReleaseGate {
 class RecordingJobBackend implements JobBackend {
   readonly capacityVcpus: number | null;
   releaseGate?: ScriptedReleaseGate;
+  queuesInCluster = false;
   readonly started: JobRequest[] = [];
   readonly deleted: string[] = [];
   readonly jobs = new Set<string>();
@@ -147,6 +148,8 @@ async function reconcilerFixture(
     ensureResource?: ReconcilerOptions['ensureResource'];
     /** Cluster mode's release gate (capacity null). */
     gate?: boolean;
+    /** Cluster mode with Kueue: Jobs wait suspended in the cluster's queue. */
+    kueue?: boolean;
   } = {},
 ) {
   const database = await openTestDatabase();
@@ -166,6 +169,7 @@ async function reconcilerFixture(
   const commands = new CommandsRepo(database.db);
   const backend = new RecordingJobBackend(o.capacity === undefined ? 2 : o.capacity);
   if (o.gate) backend.releaseGate = new ScriptedReleaseGate();
+  backend.queuesInCluster = o.kueue ?? false;
   /** Kubernetes Events the reconciler asked for. */
   const events: { id: string; reason: string; message: string }[] = [];
   const now = new Date('2026-11-23T12:00:00Z');
@@ -919,6 +923,62 @@ test('queued commands of a plan of higher priority start first, then oldest firs
     f.backend.succeed(f.backend.lastFor(running));
     await f.eventually(paid, (r) => r.status === 'PROCESSING');
     assert.equal((await f.commands.findById(older))!.status, 'QUEUED');
+  } finally {
+    await f.close();
+  }
+});
+
+test('Kueue mode: a command stays QUEUED with its Job waiting in the cluster queue, counted against its plan, until Kueue releases it', async () => {
+  const f = await reconcilerFixture({ capacity: null, kueue: true });
+  try {
+    const [first, second, third] = [await f.submit(f.a, 2), await f.submit(f.a, 2), await f.submit(f.a, 2)];
+    await f.reconciler.reconcileOnce();
+    assert.deepEqual(startedIds(f.backend), [first, second], "plan 'four' holds two 2-vCPU commands, waiting or running");
+    for (const id of [first, second]) {
+      const row = (await f.commands.findById(id))!;
+      assert.deepEqual([row.status, row.inClusterQueue, row.processingStage, row.attempt], ['QUEUED', true, null, 1]);
+    }
+    f.backend.report(f.backend.lastFor(first).ref, { type: 'released' });
+    const running = await f.eventually(first, (r) => r.status === 'PROCESSING');
+    assert.equal(running.inClusterQueue, false);
+    assert.equal(running.processingStage, 'DOWNLOADING');
+    assert.equal((await f.commands.findById(third))!.status, 'QUEUED');
+    assert.equal((await f.commands.findById(third))!.inClusterQueue, false, 'over the plan: not handed over');
+
+    // Kueue preempts the running one: QUEUED again, its Job kept (Kueue resumes it later).
+    f.backend.report(f.backend.lastFor(first).ref, { type: 'suspended', reason: 'Kueue suspended its Job again (Preempted)' });
+    const back = await f.eventually(first, (r) => r.status === 'QUEUED');
+    assert.deepEqual([back.inClusterQueue, back.queueReason], [true, 'Kueue suspended its Job again (Preempted)']);
+    assert.ok(!f.backend.deleted.includes(f.backend.lastFor(first).ref.name));
+    f.backend.report(f.backend.lastFor(first).ref, { type: 'released' });
+    await f.eventually(first, (r) => r.status === 'PROCESSING');
+
+    // A cancel of a command waiting in the cluster queue deletes its Job; the plan's room goes to the next.
+    await f.commands.requestCancel(second, f.a.account.id, f.now);
+    await f.reconciler.reconcileOnce();
+    assert.equal((await f.commands.findById(second))!.errorStatus, 'CANCELLED');
+    assert.ok(f.backend.deleted.includes(f.backend.lastFor(second).ref.name));
+    await f.reconciler.reconcileOnce();
+    assert.equal((await f.commands.findById(third))!.inClusterQueue, true);
+  } finally {
+    await f.close();
+  }
+});
+
+test("Kueue mode: a chain's next step waits in the cluster queue again; a step's lost Job is made again", async () => {
+  const f = await reconcilerFixture({ capacity: null, kueue: true });
+  try {
+    const chain = await insertTwoStepChain(f);
+    await f.reconciler.reconcileOnce();
+    f.backend.report(f.backend.lastFor(chain.id).ref, { type: 'released' });
+    await f.eventually(chain.id, (r) => r.status === 'PROCESSING');
+    f.backend.succeed(f.backend.lastFor(chain.id));
+    const step2 = await f.backend.startedJob(chain.id, 1);
+    const waiting = (await f.commands.findById(chain.id))!;
+    assert.deepEqual([waiting.status, waiting.inClusterQueue, waiting.currentStep], ['QUEUED', true, 1]);
+    f.backend.jobs.delete(step2.ref.name); // someone deleted the suspended Job
+    await f.reconciler.reconcileOnce();
+    assert.equal(f.backend.started.filter((r) => r.ref.name === step2.ref.name).length, 2, 'made again, same name');
   } finally {
     await f.close();
   }

@@ -11,7 +11,7 @@ import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
 import { objectKey } from '../storage/object-keys.ts';
 import { admitToCapacity, capacityTaken } from './admission.ts';
-import { jobName, type JobBackend, type JobRef } from './job-backend.ts';
+import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
 import { storedProgress } from '../commands/progress.ts';
@@ -103,9 +103,8 @@ export class Reconciler {
         return;
       }
       this.stepStates.forget(ref);
-      if (event.type === 'requeue' || event.type === 'lost') {
-        if (!this.stopped)
-          void this.serial(() => (event.type === 'requeue' ? this.requeue(ref, event.reason) : this.retryLost(ref, event.reason)));
+      if (event.type !== 'result') {
+        if (!this.stopped) void this.serial(() => this.onBackendEvent(ref, event));
         return;
       }
       void this.prepare(ref, event).then((prepared) => {
@@ -207,6 +206,12 @@ export class Reconciler {
       }
     }
     const jobs = await this.options.backend.listJobNames();
+    // Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
+    for (const command of this.options.backend.queuesInCluster && o.sweep ? await this.options.commands.inClusterQueueNow() : []) {
+      if (jobs.has(jobName(command.id, command.currentStep, command.attempt))) continue;
+      const row = await this.options.commands.findById(command.id);
+      if (row?.inClusterQueue) await this.startStep(row);
+    }
     let running = await this.options.commands.processing();
     const lost = running.filter((command) => !jobs.has(jobName(command.id, command.currentStep, command.attempt)));
     for (const command of lost) await this.recoverLostJob(command);
@@ -246,6 +251,14 @@ export class Reconciler {
         // The sweep stops it, as it stops every command whose resource was deleted.
         this.sweepDue = true;
         this.kick();
+        continue;
+      }
+      if (this.options.backend.queuesInCluster) {
+        // Kueue mode: its Job is made suspended and Kueue releases it; the command stays QUEUED till then.
+        const handed = await this.options.commands.queueInCluster(id);
+        if (!handed) continue;
+        this.log(handed).info({ vcpu_count: handed.vcpuCount }, 'command handed to the cluster queue');
+        await this.startStep(handed, candidate.plan);
         continue;
       }
       // The pass reads light rows; the started command's row has its steps and outputs.
@@ -305,9 +318,42 @@ export class Reconciler {
       stepRetries: command.stepRetries + 1,
       processingStage: ProcessingStage.DOWNLOADING,
       progress: null,
+      // Kueue mode: the new attempt's Job waits in the cluster's queue again.
+      ...(this.options.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
     });
     const row = await this.options.commands.findById(command.id);
     if (row) await this.startStep(row);
+  }
+
+  private async onBackendEvent(ref: JobRef, event: BackendEvent): Promise<void> {
+    switch (event.type) {
+      case 'requeue':
+        return this.requeue(ref, event.reason);
+      case 'lost':
+        return this.retryLost(ref, event.reason);
+      case 'released':
+        return this.released(ref);
+      case 'suspended':
+        return this.suspendedAgain(ref, event.reason);
+    }
+  }
+
+  /** Kueue mode: Kueue resumed the step's Job, so the command runs (its deadline counts from now). */
+  private async released(ref: JobRef): Promise<void> {
+    const now = this.clock();
+    const command = await this.options.commands.startReleased(ref, now);
+    if (!command) return;
+    this.options.onCommandChanged?.(command.id);
+    this.log(command).info({ step: ref.step, vcpu_count: command.vcpuCount }, 'command released by the cluster queue');
+    this.options.onCommandEvent?.(command.id, { reason: 'Started', message: `step ${ref.step + 1} released by Kueue`, warning: false });
+  }
+
+  /** Kueue mode: Kueue suspended the running step's Job again (preempted, evicted): QUEUED till it resumes it. */
+  private async suspendedAgain(ref: JobRef, reason: string): Promise<void> {
+    if (!(await this.options.commands.requeue(ref, reason, { inClusterQueue: true }))) return;
+    this.log({ id: ref.commandId }).warn({ step: ref.step, reason }, 'step suspended by the cluster queue');
+    this.options.onCommandEvent?.(ref.commandId, { reason: 'Requeued', message: `back in the queue: ${reason}`, warning: true });
+    this.options.onCommandChanged?.(ref.commandId);
   }
 
   /** A released step's pod finds no room: back to the queue, at its place, with no job and so no deadline running. */
@@ -504,6 +550,8 @@ export class Reconciler {
       processedBytes,
       processingStage: ProcessingStage.DOWNLOADING,
       progress: null, // the next step's ffmpeg has not reported yet
+      // Kueue mode: the next step's Job waits in the cluster's queue like the first did.
+      ...(this.options.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
     };
     if (!(await this.options.commands.completeStep(ref, files, next))) return;
     this.options.onCommandChanged?.(command.id);
@@ -550,7 +598,7 @@ export class Reconciler {
 
   /** Stops a command's job if one runs, and fails the command CANCELLED; outputs of finished steps stay. */
   private async stopCancelled(command: ActiveCommand, message: string): Promise<void> {
-    if (command.status === CommandStatus.PROCESSING)
+    if (command.status === CommandStatus.PROCESSING || command.inClusterQueue)
       await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
     await this.fail(command, ErrorStatus.CANCELLED, message);
   }

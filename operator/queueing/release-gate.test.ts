@@ -57,6 +57,9 @@ test('a pod the scheduler refuses shuts the gate after the hold, not at once', (
   assert.equal(f.gate.releasable(), 0);
   f.step('a').placed = true; // room came: the scheduler bound it
   f.step('a').unschedulable = null;
+  f.gate.podPlaced();
+  assert.equal(f.gate.releasable(), 0, 'shut until room is seen to free');
+  f.gate.roomMayHaveFreed();
   assert.equal(f.gate.releasable(), 3);
 });
 
@@ -74,9 +77,40 @@ test('a pod refused for requeueAfter goes back to the queue, once, and the gate 
   f.gate.tick();
   assert.deepEqual(f.requeued, [['a', 'its pod found no node with room for 10 s (0/2 nodes are available: 2 Insufficient cpu.)']]);
   assert.equal(f.gate.releasable(), 0, 'shut: releasing again now would meet the same full cluster');
-  f.gate.roomMayHaveFreed();
+  f.gate.roomMayHaveFreed(); // a node came
   assert.equal(f.opened(), 1);
   assert.equal(f.gate.releasable(), 2, 'b still waits (not refused)');
+});
+
+test('while shut, each placed pod that ends lets one step go, after the pending pods that its room goes to', () => {
+  const f = gateFixture({ maxPendingPods: 3 });
+  f.release('running');
+  f.step('running').placed = true;
+  f.release('a');
+  f.release('b');
+  f.step('a').unschedulable = 'no room';
+  f.step('b').unschedulable = 'no room';
+  assert.equal(f.gate.releasable(), 1, 'two of three pending pods');
+  f.advance(2_000);
+  assert.equal(f.gate.releasable(), 0, 'shut');
+  f.gate.podEnded(); // 'running' ended: its room goes to a pending pod, which the scheduler binds
+  assert.equal(f.gate.releasable(), 0, 'a and b still wait: the freed room is theirs');
+  f.step('a').placed = true;
+  f.step('a').unschedulable = null;
+  f.gate.podPlaced();
+  assert.equal(f.gate.releasable(), 0);
+  f.advance(10_000);
+  f.gate.tick(); // b goes back to the queue
+  assert.deepEqual(
+    f.requeued.map(([name]) => name),
+    ['b'],
+  );
+  assert.equal(f.gate.releasable(), 0, 'still shut: no room freed');
+  f.gate.podEnded();
+  assert.equal(f.gate.releasable(), 1, 'one room freed: one step');
+  f.release('c');
+  assert.equal(f.gate.releasable(), 0);
+  assert.equal(f.opened(), 3, 'every end and placement asks for a pass');
 });
 
 test('a gate shut by a requeue opens again by itself after the retry time (room freed by pods not ours)', () => {

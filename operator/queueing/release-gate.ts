@@ -6,8 +6,9 @@
 //   - shuts while a pending pod has been Unschedulable for holdMs (the cluster is full);
 //   - sends a step whose pod stays Unschedulable for requeueAfterMs back to the queue: its Job is
 //     deleted, so its deadline (which runs from the Job's start, Pending time included) stops;
-//   - after that, stays shut until room may have freed: a placed pod ended, a node came or changed,
-//     or retryMs passed (room freed by pods that are not ours is seen no other way).
+//   - while shut, releases one step per placed pod that ended (its room is free, unless a pending pod
+//     takes it: those count first), and opens again when a node came or changed, or after retryMs
+//     (room freed by pods that are not ours is seen no other way).
 import type { JobRequest, ReleaseGate } from '../../core/engine/job-backend.ts';
 
 /** A released step as the gate sees it (from the Job and pod watches). */
@@ -47,8 +48,10 @@ export class PodRoomGate implements ReleaseGate {
   private readonly unschedulableSince = new Map<string, number>();
   /** Steps sent back already, until their Job is gone. */
   private readonly requeued = new Set<string>();
-  /** Room was found lacking at this time: nothing is released until it may have freed. */
+  /** Room was found lacking at this time: only freed room is released until the gate opens. */
   private shutSince: number | null = null;
+  /** While shut: placed pods that ended, less pending pods placed since (each took one's room). */
+  private freed = 0;
 
   constructor(o: ReleaseGateOptions) {
     this.o = o;
@@ -57,12 +60,13 @@ export class PodRoomGate implements ReleaseGate {
   }
 
   releasable(): number {
-    if (this.shutSince !== null) return 0;
     const now = this.clock();
     const pending = this.o.released().filter((s) => !s.placed && !this.requeued.has(s.jobName));
     const holdMs = this.o.holdMs ?? DEFAULT_HOLD_MS;
-    if (pending.some((s) => s.unschedulable !== null && now - this.since(s.jobName, now) >= holdMs)) return 0;
-    return Math.max(0, this.o.maxPendingPods - pending.length);
+    if (this.shutSince === null && pending.some((s) => s.unschedulable !== null && now - this.since(s.jobName, now) >= holdMs))
+      this.shut(now);
+    const room = this.shutSince === null ? this.o.maxPendingPods : this.freed;
+    return Math.max(0, Math.min(room, this.o.maxPendingPods) - pending.length);
   }
 
   unfit(request: JobRequest): string | null {
@@ -73,10 +77,32 @@ export class PodRoomGate implements ReleaseGate {
     this.listeners.push(listener);
   }
 
-  /** Something freed room or may have (a placed pod ended, a node came or changed): release again. */
+  /** Room may have come (a node came or changed, or the retry time passed): open, and release again. */
   roomMayHaveFreed(): void {
     this.shutSince = null;
+    this.freed = 0;
+    this.notify();
+  }
+
+  /** A placed pod of ours ended: its room is free. */
+  podEnded(): void {
+    if (this.shutSince !== null) this.freed++;
+    this.notify();
+  }
+
+  /** A pending pod was bound to a node: it waits no more (and took some freed room, if the gate is shut). */
+  podPlaced(): void {
+    if (this.shutSince !== null) this.freed = Math.max(0, this.freed - 1);
+    this.notify();
+  }
+
+  private notify(): void {
     for (const l of this.listeners) l();
+  }
+
+  private shut(now: number): void {
+    this.shutSince = now;
+    this.freed = 0;
   }
 
   /**
@@ -98,7 +124,7 @@ export class PodRoomGate implements ReleaseGate {
       const waited = now - this.since(step.jobName, now);
       if (waited < requeueAfterMs || this.requeued.has(step.jobName)) continue;
       this.requeued.add(step.jobName);
-      this.shutSince = now;
+      if (this.shutSince === null) this.shut(now);
       this.o.requeue(step.jobName, `its pod found no node with room for ${Math.round(waited / 1000)} s (${step.unschedulable.trim()})`);
     }
     if (this.shutSince !== null && now - this.shutSince >= (this.o.retryMs ?? DEFAULT_RETRY_MS)) this.roomMayHaveFreed();
