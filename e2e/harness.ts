@@ -227,6 +227,11 @@ export class ApiClient {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.get(`/v1/commands/${commandId}`);
+      if (res.status === 429) {
+        // As a real client does: wait as long as the service asks, then poll again.
+        await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
+        continue;
+      }
       if (res.status !== 200) throw new Error(`poll answered ${res.status}: ${JSON.stringify(res.body)}`);
       const label = res.body.processing_stage ? `${res.body.status}/${res.body.processing_stage}` : res.body.status;
       if (seen.at(-1) !== label) seen.push(label);

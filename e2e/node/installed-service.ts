@@ -20,6 +20,7 @@ import { adminClient } from '../../core/storage/testing/s3-test-server.ts';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
 import { ApiClient } from '../harness.ts';
+import { startKueue } from '../kueue/kueue.ts';
 import { parseEnvText, runProcess, startCluster, type Cluster, type ProcessResult } from '../cluster/cluster.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -95,6 +96,8 @@ export async function installOnRealNode(
   opts: {
     allow?: string[];
     nodes?: 1 | 2;
+    /** Start Kueue (e2e/kueue/kueue.ts) on the control plane before the chart: for `queueing.mode: kueue`. */
+    kueue?: boolean;
     /** Chart values over the fixture's, merged key by key. */ values?: Record<string, unknown>;
   } = {},
 ): Promise<InstalledService> {
@@ -119,6 +122,10 @@ export async function installOnRealNode(
     const images = parseEnvText((await timed('images', () => must('bash', [join(ROOT, 'scripts/build-images.sh')]))).stdout);
     const cluster = await timed('control plane', () => startCluster());
     cleanups.push(() => cluster.stop());
+    if (opts.kueue) {
+      const kueue = await timed('kueue', () => startKueue(cluster));
+      cleanups.push(() => kueue.stop()); // before the control plane stops
+    }
     const namespace = cluster.namespace;
 
     // The first node keeps the state dir of the one-node fixture (`node`); node N has `node-N`.
