@@ -3,7 +3,7 @@
 // rows it reports (stats.ts reportRow) are gathered into one table at the end. The poll, burst and
 // memory rows run on PGlite and then on PostgreSQL (started by scripts/postgres.sh, stopped after).
 // Run: npm run bench [-- --quick] [-- --cluster]   (--quick: fewer runs and counts; --cluster: add
-// the cluster-mode row, about 10 more minutes on the test control plane)
+// the cluster-mode rows: about 10 more minutes on the test control plane, and about 30 on two real nodes)
 import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -46,6 +46,9 @@ try {
   await bench('upload-throughput.ts', [quick ? 64 : 200, 16, 3, quick ? 1 : 3]);
   await bench('queued-commands.ts', [quick ? 200 : 1000, 'cheap'], pglite);
   if (withCluster) await bench('cluster-overhead.ts', quick ? [100, 2000] : [], pg);
+  // Queueing on two real nodes (kubelet + containerd, in e2e/node/sandbox.sh; needs root): about 15 more minutes.
+  if (withCluster)
+    await bench('cluster-queueing.ts', quick ? ['--burst', 40, '--idle', 5, '--backlog', 1000, '--backlog-seconds', 30] : []);
 } finally {
   await promisify(execFile)('bash', ['scripts/postgres.sh', 'stop'], { cwd: ROOT });
 }
