@@ -148,7 +148,6 @@ export class KubernetesBackend implements JobBackend {
         maxVcpus: queueing.maxVcpus,
         requeueAfterMs: queueing.requeueAfterSeconds * 1000,
         released: () => this.releasedSteps(),
-        unfit: (request) => this.unfit(request),
         requeue: (name, reason) => {
           const ref = parseJobName(name);
           if (ref) for (const l of this.listeners) l(ref, { type: 'requeue', reason });
@@ -313,7 +312,7 @@ export class KubernetesBackend implements JobBackend {
   }
 
   /** The step's disk: asked for as much as its known inputs need (at least the default), never more than the limit. */
-  private diskOf(request: JobRequest): { request: string; limit: string } {
+  private diskOf(request: Pick<JobRequest, 'knownInputBytes'>): { request: string; limit: string } {
     const limit = this.options.workVolumeSize ?? '100Gi';
     const base = this.options.diskRequest ?? DEFAULT_DISK_REQUEST;
     const limitBytes = parseQuantity(limit) ?? Infinity;
@@ -323,7 +322,7 @@ export class KubernetesBackend implements JobBackend {
   }
 
   /** Why this step fits no node the runner may use, or null (also while nodes are not known). */
-  private unfit(request: JobRequest): string | null {
+  unfit(request: Pick<JobRequest, 'vcpus' | 'knownInputBytes'>): string | null {
     const nodes = this.nodes?.informer.list() ?? [];
     const ask = {
       cpu: request.vcpus,
@@ -331,6 +330,12 @@ export class KubernetesBackend implements JobBackend {
       disk: parseQuantity(this.diskOf(request).request) ?? 0,
     };
     return unfitReason(ask, eligibleNodes(nodes, this.options.nodeSelector));
+  }
+
+  maxStepVcpus(): number | null {
+    const nodes = eligibleNodes(this.nodes?.informer.list() ?? [], this.options.nodeSelector);
+    if (nodes.length === 0) return null;
+    return Math.max(...nodes.map((n) => parseQuantity(n.status?.allocatable?.cpu) ?? 0));
   }
 
   /** Released steps for the gate: our Jobs not finished nor suspended, with what their pods say. */

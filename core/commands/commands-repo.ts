@@ -1,9 +1,9 @@
 // Reads and writes of commands and their output files. Every read a client can trigger is scoped by
 // account, so another account's ids behave exactly like unknown ones.
-import { and, asc, desc, eq, getTableColumns, inArray, isNotNull, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, inArray, isNotNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
-import { commands, files } from '../db/schema.ts';
+import { accounts, commands, files } from '../db/schema.ts';
 import { insertRowsWhere } from '../db/insert-rows-where.ts';
 import { quotaUsageSql, type QuotaUsage } from '../files/files-repo.ts';
 import { CommandStatus } from './command-status.ts';
@@ -207,6 +207,17 @@ export class CommandsRepo {
   /** PROCESSING commands: what runs now. */
   async processing(): Promise<ProcessingCommand[]> {
     return this.activeWith([CommandStatus.PROCESSING]);
+  }
+
+  /** QUEUED commands (not yet handed to a cluster queue) that ask more than `vcpus`. */
+  async queuedAbove(vcpus: number): Promise<ActiveCommand[]> {
+    return this.activeWith([CommandStatus.QUEUED], and(eq(commands.inClusterQueue, false), gt(commands.vcpuCount, vcpus)));
+  }
+
+  /** The name of the account's plan now (null for an unknown account). */
+  async planOf(accountId: string): Promise<string | null> {
+    const [row] = await this.db.select({ plan: accounts.plan }).from(accounts).where(eq(accounts.id, accountId));
+    return row?.plan ?? null;
   }
 
   /** QUEUED commands whose step waits in the cluster's queue (Kueue) with its Job made suspended. */

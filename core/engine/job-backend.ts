@@ -43,8 +43,6 @@ export interface ReleaseGate {
   releasable(): number;
   /** At most this many vCPUs run at once (a share of a shared cluster), or null for no cap. */
   readonly maxVcpus: number | null;
-  /** Why this step can never run on any node of the cluster (it asks more than the largest has), or null. */
-  unfit(request: JobRequest): string | null;
   /** Calls `listener` when the gate may have opened: a pod ended, a node came or changed, or a retry is due. */
   onMayOpen(listener: () => void): void;
 }
@@ -67,6 +65,10 @@ export interface JobBackend {
    * command stays QUEUED until the backend reports `released`.
    */
   readonly queuesInCluster?: boolean;
+  /** Why this step can never run on any node of the cluster (it asks more than the largest has), or null. */
+  unfit?(request: Pick<JobRequest, 'vcpus' | 'knownInputBytes'>): string | null;
+  /** The most vCPUs a step can ask and still fit a node (null: no node known); larger ones fail at once. */
+  maxStepVcpus?(): number | null;
   close(): Promise<void>;
 }
 

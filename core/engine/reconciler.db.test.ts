@@ -23,13 +23,9 @@ import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 class ScriptedReleaseGate implements ReleaseGate {
   releasableNow = Infinity;
   maxVcpus: number | null = null;
-  unfitReason: string | null = null;
   private readonly listeners: (() => void)[] = [];
   releasable(): number {
     return this.releasableNow;
-  }
-  unfit(request: JobRequest): string | null {
-    return request.vcpus > 4 ? this.unfitReason : null;
   }
   onMayOpen(listener: () => void): void {
     this.listeners.push(listener);
@@ -46,6 +42,14 @@ class RecordingJobBackend implements JobBackend {
   readonly capacityVcpus: number | null;
   releaseGate?: ScriptedReleaseGate;
   queuesInCluster = false;
+  /** Steps of more than 4 vCPUs fit no node of this cluster, for this reason. */
+  unfitReason: string | null = null;
+  unfit(request: Pick<JobRequest, 'vcpus'>): string | null {
+    return request.vcpus > 4 ? this.unfitReason : null;
+  }
+  maxStepVcpus(): number | null {
+    return this.unfitReason ? 4 : null;
+  }
   readonly started: JobRequest[] = [];
   readonly deleted: string[] = [];
   readonly jobs = new Set<string>();
@@ -875,10 +879,10 @@ test('a lost pod runs its step again as the next attempt, the record unchanged; 
   }
 });
 
-test('a step larger than any node fails UNSCHEDULABLE at once with the reason, and makes no job', async () => {
+test('a step larger than any node fails UNSCHEDULABLE at once with the reason, even while the cluster is full, and makes no job', async () => {
   const f = await reconcilerFixture({ capacity: null, gate: true });
   try {
-    f.gate!.unfitReason = 'the step asks 8 vCPUs ...; the largest, node-a, has 2 vCPUs';
+    f.backend.unfitReason = 'the step asks 8 vCPUs ...; the largest, node-a, has 2 vCPUs';
     const big = await f.submit(f.a, 4); // the most plan "four" allows
     await f.reconciler.reconcileOnce();
     assert.equal((await f.commands.findById(big))!.status, 'PROCESSING', 'a 4-vCPU step fits the double');
@@ -892,6 +896,7 @@ test('a step larger than any node fails UNSCHEDULABLE at once with the reason, a
       privateFiles: true,
     });
     const huge = await f.submit(await newCaller(new AccountsRepo(f.database.db), 'L', 'large'), 8);
+    f.gate!.releasableNow = 0; // the cluster is full: it fails all the same, not when its turn comes
     await f.reconciler.reconcileOnce();
     const failed = await f.eventually(huge, (r) => r.status === 'FAILED');
     assert.equal(failed.errorStatus, 'UNSCHEDULABLE');

@@ -212,6 +212,15 @@ export class Reconciler {
       const row = await this.options.commands.findById(command.id);
       if (row?.inClusterQueue) await this.startStep(row);
     }
+    // A command larger than every node fails at once, whatever waits before it in the queue.
+    const fitting = o.sweep ? (this.options.backend.maxStepVcpus?.() ?? null) : null;
+    for (const command of fitting === null ? [] : await this.options.commands.queuedAbove(fitting)) {
+      await this.fail(
+        command,
+        ErrorStatus.UNSCHEDULABLE,
+        this.options.backend.unfit?.({ vcpus: command.vcpuCount }) ?? `vcpu_count ${command.vcpuCount} is more than any node has`,
+      );
+    }
     let running = await this.options.commands.processing();
     const lost = running.filter((command) => !jobs.has(jobName(command.id, command.currentStep, command.attempt)));
     for (const command of lost) await this.recoverLostJob(command);
@@ -380,11 +389,14 @@ export class Reconciler {
         vcpus: command.vcpuCount,
         deadlineSeconds: stepDeadlineSeconds(command, this.options.limits),
         accountId: command.accountId,
-        plan: plan ?? undefined,
+        // Kueue mode picks the Job's priority class by plan; a later step reads it again.
+        plan:
+          plan ??
+          (this.options.backend.queuesInCluster ? ((await this.options.commands.planOf(command.accountId)) ?? undefined) : undefined),
         knownInputBytes: command.currentStep > 0 ? await this.earlierOutputBytes(command) : 0,
       };
       // Waiting for a node larger than any there is would only end at the deadline.
-      const unfit = this.options.backend.releaseGate?.unfit(request);
+      const unfit = this.options.backend.unfit?.(request) ?? null;
       if (unfit) {
         await this.fail(command, ErrorStatus.UNSCHEDULABLE, unfit);
         return;

@@ -144,14 +144,10 @@ describe('cluster queueing on two real nodes', () => {
     await sleep(1000);
     const highWaiting = await Promise.all([high.submit(slowCommand(3)), high.submit(slowCommand(3))]);
     const started = async (id: string) => (await commands.findById(id))?.startedAt?.getTime() ?? Infinity;
-    await Promise.all(
-      [...filling, ...lowWaiting, ...highWaiting].map((id) =>
-        svc
-          .client()
-          .waitForEnd(id, 300_000)
-          .catch(() => null),
-      ),
-    );
+    await Promise.all([
+      ...[...filling, ...lowWaiting].map((id) => low.waitForEnd(id, 300_000)),
+      ...highWaiting.map((id) => high.waitForEnd(id, 300_000)),
+    ]);
     for (const id of [...filling, ...lowWaiting, ...highWaiting]) {
       const row = (await commands.findById(id))!;
       assert.equal(row.status, 'SUCCESS', `${id}: ${row.errorStatus} ${row.errorMessage}`);

@@ -13,7 +13,6 @@ function gateFixture(o: { maxPendingPods?: number } = {}) {
     maxVcpus: null,
     clock: () => now,
     released: () => steps,
-    unfit: () => null,
     requeue: (name, reason) => {
       requeued.push([name, reason]);
       // As the backend does: the step's Job is deleted.

@@ -9,7 +9,7 @@
 //   - while shut, releases one step per placed pod that ended (its room is free, unless a pending pod
 //     takes it: those count first), and opens again when a node came or changed, or after retryMs
 //     (room freed by pods that are not ours is seen no other way).
-import type { JobRequest, ReleaseGate } from '../../core/engine/job-backend.ts';
+import type { ReleaseGate } from '../../core/engine/job-backend.ts';
 
 /** A released step as the gate sees it (from the Job and pod watches). */
 export interface ReleasedStep {
@@ -29,8 +29,6 @@ export interface ReleaseGateOptions {
   clock?: () => number;
   /** Released steps: Jobs not finished, with what their pods say. */
   released: () => ReleasedStep[];
-  /** Why a step can never fit a node, or null (node-room.ts). */
-  unfit: (request: JobRequest) => string | null;
   /** Sends a pending step back to the queue, with the reason to tell its user. */
   requeue: (jobName: string, reason: string) => void;
 }
@@ -67,10 +65,6 @@ export class PodRoomGate implements ReleaseGate {
       this.shut(now);
     const room = this.shutSince === null ? this.o.maxPendingPods : this.freed;
     return Math.max(0, Math.min(room, this.o.maxPendingPods) - pending.length);
-  }
-
-  unfit(request: JobRequest): string | null {
-    return this.o.unfit(request);
   }
 
   onMayOpen(listener: () => void): void {
