@@ -8,7 +8,7 @@ import { BatchV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { LABELS } from '../../core/k8s/names.ts';
 import { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { PlansRepo } from '../../core/accounts/plans-repo.ts';
-import { installOnRealNode, type InstalledService } from './installed-service.ts';
+import { installOnRealNode, OPERATOR_DEPLOYMENT, type InstalledService } from './installed-service.ts';
 
 /** Seconds every step may take for downloads and for uploads: a step's deadline is these plus its run seconds. */
 const ALLOWANCE_SECONDS = 10;
@@ -56,6 +56,13 @@ describe('cluster queueing on two real nodes', () => {
     console.log(`# stage times (s): ${JSON.stringify(svc.timings)}`);
   });
   after(async () => {
+    // What the operator said about its watches and the queue, for a failure's diagnosis.
+    const logs = await svc?.kubectl(['logs', `deploy/${OPERATOR_DEPLOYMENT}`, '--tail=2000']).catch(() => null);
+    for (const line of (logs?.stdout ?? '')
+      .split('\n')
+      .filter((l) => /watch|node|requeue|sent back|UNSCHEDULABLE|reconcile step failed/i.test(l))
+      .slice(-40))
+      console.log(`# operator: ${line.slice(0, 400)}`);
     await svc?.close();
   });
 
@@ -133,16 +140,23 @@ describe('cluster queueing on two real nodes', () => {
     const low = svc.client(await svc.newAccount('low'));
     const high = svc.client(await svc.newAccount('high'));
     const cpus = CPUS_PER_NODE * svc.nodes.length;
-    // The cluster full of low work, then more low work waiting, then high work arriving last.
-    const filling = await Promise.all(Array.from({ length: cpus }, () => low.submit(slowCommand(8))));
+    // The cluster full of low work, and more low work released into it that finds no node: the
+    // operator stops releasing. Then low work waits in the queue, and high work arrives last.
+    const filling = await Promise.all(Array.from({ length: cpus }, () => low.submit(slowCommand(10))));
     await until(
       'the cluster to be full',
       async () => (await runnerPods()).filter((p) => p.status?.containerStatuses?.[0]?.state?.running).length >= cpus,
     );
-    const lowWaiting = [];
-    for (let i = 0; i < 2; i++) lowWaiting.push(await low.submit(slowCommand(3)));
+    const blockers = await Promise.all([low.submit(slowCommand(3)), low.submit(slowCommand(3))]);
+    await until('a released pod to find no node', async () =>
+      (await runnerPods()).some((p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable')),
+    );
+    await sleep(3000); // longer than the gate's hold (2 s): it is shut now
+    const lowWaiting = [await low.submit(slowCommand(3)), await low.submit(slowCommand(3))];
     await sleep(1000);
+    for (const id of lowWaiting) assert.equal((await commands.findById(id))!.status, 'QUEUED', 'the shut gate holds new work');
     const highWaiting = await Promise.all([high.submit(slowCommand(3)), high.submit(slowCommand(3))]);
+    filling.push(...blockers);
     const started = async (id: string) => (await commands.findById(id))?.startedAt?.getTime() ?? Infinity;
     await Promise.all([
       ...[...filling, ...lowWaiting].map((id) => low.waitForEnd(id, 300_000)),
