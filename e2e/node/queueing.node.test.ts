@@ -187,7 +187,14 @@ describe('cluster queueing on two real nodes', () => {
     // Two steps at once: the scheduler spreads them, one lands on the node to drain.
     const ids = await Promise.all(Array.from({ length: 2 * CPUS_PER_NODE }, () => api.submit(slowCommand(10))));
     const victim = await until(`a running runner pod on ${other}`, async () =>
-      (await runnerPods()).find((p) => p.spec?.nodeName === other && p.status?.containerStatuses?.[0]?.state?.running),
+      // One of this test's commands (an earlier test's pods may still be going away).
+      (await runnerPods()).find(
+        (p) =>
+          p.spec?.nodeName === other &&
+          !p.metadata?.deletionTimestamp &&
+          ids.includes(p.metadata?.labels?.[LABELS.commandId] ?? '') &&
+          p.status?.containerStatuses?.[0]?.state?.running,
+      ),
     );
     const victimId = victim.metadata!.labels![LABELS.commandId];
     assert.ok(ids.includes(victimId));
