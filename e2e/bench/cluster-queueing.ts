@@ -186,8 +186,9 @@ try {
     );
     const mine = rows.filter((r) => ids === null || ids.has(r.id));
     const queued = mine.filter((r) => r.status === 'QUEUED');
-    // A command sent back to the queue has its Job deleted a moment later: only those never released count.
-    const queuedWithJob = queued.filter((r) => jobCommands.has(r.id) && r.queue_reason === null && r.attempt === 0).length;
+    // A command sent back to the queue has its Job deleted a moment later: only those never released
+    // count. With Kueue every QUEUED command handed to the cluster queue has its (suspended) Job.
+    const queuedWithJob = queued.filter((r) => jobCommands.has(r.id) && (KUEUE || (r.queue_reason === null && r.attempt === 0))).length;
     return { jobs: jobs.length, queued: queued.length, processing: mine.filter((r) => r.status === 'PROCESSING').length, queuedWithJob };
   };
   const ended = async (ids: string[]): Promise<number> => {
