@@ -30,7 +30,7 @@ import {
   type JobRef,
   type JobRequest,
 } from '../core/engine/job-backend.ts';
-import type { Toleration } from '../core/cluster-config.ts';
+import type { QueueingConfig, Toleration } from '../core/cluster-config.ts';
 import { ProcessingStage } from '../core/jobs/step-spec.ts';
 import { PodRoomGate, type ReleasedStep } from './queueing/release-gate.ts';
 import { eligibleNodes, unfitReason } from './queueing/node-room.ts';
@@ -42,9 +42,7 @@ import { describeTimeline } from './step-timeline.ts';
  * cluster shows room (release-gate.ts). kueue: every Job is made suspended, labelled for Kueue's
  * LocalQueue, and Kueue resumes it.
  */
-export type QueueingSettings =
-  | { mode: 'builtin'; maxPendingPods: number; maxVcpus: number | null; requeueAfterSeconds: number }
-  | { mode: 'kueue'; queueName: string; priorityClasses: Record<string, string> };
+export type QueueingSettings = QueueingConfig;
 
 type JobOwner = { name: string; uid: string; apiVersion: string; kind: string };
 
