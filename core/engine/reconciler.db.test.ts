@@ -340,7 +340,7 @@ test('a chain moves to its next step with the earlier outputs stored', async () 
     await f.reconciler.reconcileOnce();
     f.backend.succeed(f.backend.lastFor(id));
     await f.eventually(id, (r) => r.currentStep === 1);
-    const second = f.backend.lastFor(id);
+    const second = await f.backend.startedJob(id, 1);
     assert.equal(second.ref.step, 1);
     assert.equal((await f.commands.findById(id))!.status, 'PROCESSING');
     assert.deepEqual(
@@ -506,7 +506,7 @@ test('progress is stored for the running step, cleared when the next step starts
     assert.equal(second.progress, null, "the next step's ffmpeg has not reported yet");
     // A late event of the finished step changes nothing.
     f.backend.report(first.ref, progress(19));
-    f.backend.report(f.backend.lastFor(row.id).ref, progress(2, null));
+    f.backend.report((await f.backend.startedJob(row.id, 1)).ref, progress(2, null));
     await f.eventually(row.id, (r) => r.progress?.outTimeSeconds === 2);
     assert.equal((await f.commands.findById(row.id))!.progress!.durationSeconds, null);
 
@@ -751,7 +751,7 @@ test("cancel of a chain in its second step keeps the first step's outputs; a lat
     await f.reconciler.reconcileOnce();
     f.backend.succeed(f.backend.lastFor(row.id));
     await f.eventually(row.id, (r) => r.currentStep === 1);
-    const second = f.backend.lastFor(row.id);
+    const second = await f.backend.startedJob(row.id, 1);
 
     await f.commands.requestCancel(row.id, f.a.account.id, f.now);
     await f.reconciler.reconcileOnce();

@@ -185,7 +185,10 @@ describe('cluster queueing on two real nodes', () => {
     const api = svc.client();
     const other = svc.nodes[1];
     // Two steps at once: the scheduler spreads them, one lands on the node to drain.
-    const ids = await Promise.all(Array.from({ length: 2 * CPUS_PER_NODE }, () => api.submit(slowCommand(10))));
+    // Long enough (30 s) that the drain, slow on a loaded machine, lands while ffmpeg runs.
+    const ids = await Promise.all(
+      Array.from({ length: 2 * CPUS_PER_NODE }, () => api.submit({ ...slowCommand(30), max_command_run_seconds: 60 })),
+    );
     const victim = await until(`a running runner pod on ${other}`, async () =>
       // One of this test's commands (an earlier test's pods may still be going away).
       (await runnerPods()).find(
@@ -199,6 +202,11 @@ describe('cluster queueing on two real nodes', () => {
     const victimId = victim.metadata!.labels![LABELS.commandId];
     assert.ok(ids.includes(victimId));
     await svc.drainNode(other);
+    const drained = (await commands.findById(victimId))!;
+    assert.ok(
+      drained.status === 'PROCESSING' && drained.processingStage !== 'UPLOADING',
+      `the step was still running ffmpeg when drained (${drained.status} ${drained.processingStage})`,
+    );
     try {
       const ends = await Promise.all(ids.map((id) => api.waitForEnd(id, 300_000)));
       for (const { record } of ends)
