@@ -10,7 +10,8 @@ import { probeJson, startMediaServer, startService, type ApiClient, type MediaSe
 import { assertReadNothing, hlsPlaylist, outcome, probeUnconfined, makeCanaries, writeZip, type Canaries } from './security-fixture.ts';
 
 /** The victim's output: a size and length nothing else in the test has. */
-const VICTIM = { width: 208, height: 160, seconds: 8 };
+// Long enough that both attacks end while it still writes, on a loaded machine too (8 s was not).
+const VICTIM = { width: 208, height: 160, seconds: 20 };
 const VICTIM_SOURCE = `testsrc=size=${VICTIM.width}x${VICTIM.height}:rate=25:duration=${VICTIM.seconds}`;
 const VICTIM_OUTPUT = '.out/out_1/victim.ts'; // where the runner puts out_1, relative to the working folder
 
@@ -131,7 +132,7 @@ describe("security: a running command cannot read or delete another account's fi
     if (read.status === 'FAILED') assert.match(read.error_message, /Failed to open segment|Error when loading first segment/);
     await assertReadNothing(del, canaries, 'delete attack', VICTIM);
 
-    const { record } = await victim.waitForEnd(victimId, 40_000);
+    const { record } = await victim.waitForEnd(victimId, 90_000);
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
     const out = record.output_files.out_1;
     assert.deepEqual([out.width, out.height], [VICTIM.width, VICTIM.height]);
