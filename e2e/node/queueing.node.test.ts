@@ -148,9 +148,14 @@ describe('cluster queueing on two real nodes', () => {
       async () => (await runnerPods()).filter((p) => p.status?.containerStatuses?.[0]?.state?.running).length >= cpus,
     );
     const blockers = await Promise.all([low.submit(slowCommand(3)), low.submit(slowCommand(3))]);
-    await until('a released pod to find no node', async () =>
-      (await runnerPods()).some((p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable')),
-    );
+    // The gate holds work: a blocker's pod found no node, or (the gate still shut since the burst before)
+    // the blockers were not released at all.
+    await until('the release gate to hold work', async () => {
+      if ((await runnerPods()).some((p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable')))
+        return true;
+      const rows = await Promise.all(blockers.map((id) => commands.findById(id)));
+      return rows.every((r) => r?.status === 'QUEUED');
+    });
     await sleep(3000); // longer than the gate's hold (2 s): it is shut now
     const lowWaiting = [await low.submit(slowCommand(3)), await low.submit(slowCommand(3))];
     await sleep(1000);
