@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import { keepIdentityOnly, pagedList } from './watch.ts';
+import { keepIdentityOnly, pagedList, RestartBackoff } from './watch.ts';
 
 const command = (name: string): KubernetesObject & Record<string, unknown> => ({
   apiVersion: 'ffmpeg-operator.dev/v1alpha1',
@@ -54,5 +54,29 @@ describe('watch caches', () => {
     assert.ok(result.items.every((i) => !('spec' in i) && !('status' in i) && !i.metadata?.managedFields));
     assert.equal(result.metadata?.resourceVersion, '42');
     assert.equal(result.metadata?._continue, undefined);
+  });
+
+  test('RestartBackoff doubles up to 10 s while each start fails soon after its list, and resets after a run of a minute', () => {
+    const backoff = new RestartBackoff();
+    const delays: number[] = [];
+    let now = 0;
+    for (let i = 0; i < 8; i++) {
+      backoff.started(now); // the list succeeded...
+      now += 50; // ...and the watch was refused at once
+      delays.push(backoff.nextDelay(now));
+      now += delays.at(-1)!;
+    }
+    assert.deepEqual(delays, [200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
+    backoff.started(now);
+    now += 60_000;
+    assert.equal(backoff.nextDelay(now), 200);
+  });
+
+  test('RestartBackoff keeps doubling while the list itself fails (no start in between)', () => {
+    const backoff = new RestartBackoff();
+    backoff.started(0);
+    assert.equal(backoff.nextDelay(120_000), 200);
+    assert.equal(backoff.nextDelay(120_200), 400);
+    assert.equal(backoff.nextDelay(120_600), 800);
   });
 });

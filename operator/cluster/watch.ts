@@ -49,14 +49,14 @@ export function keepInformer<T extends KubernetesObject>(
     informer.on('update', trim);
   }
   let stopped = false;
-  let backoffMs = 200;
+  const backoff = new RestartBackoff();
   let markSynced: () => void = () => {};
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
   const start = () => {
     if (stopped) return;
     informer.start().then(
       () => {
-        backoffMs = 200;
+        backoff.started(Date.now());
         markSynced();
       },
       (err) => scheduleRestart(err),
@@ -64,9 +64,9 @@ export function keepInformer<T extends KubernetesObject>(
   };
   const scheduleRestart = (err: unknown) => {
     if (stopped) return;
-    logger.warn({ err: (err as Error)?.message ?? String(err), path, backoff_ms: backoffMs }, 'watch stopped, restarting');
-    setTimeout(start, backoffMs).unref();
-    backoffMs = Math.min(backoffMs * 2, 10_000);
+    const delayMs = backoff.nextDelay(Date.now());
+    logger.warn({ err: (err as Error)?.message ?? String(err), path, backoff_ms: delayMs }, 'watch stopped, restarting');
+    setTimeout(start, delayMs).unref();
   };
   informer.on('error', scheduleRestart);
   start();
@@ -78,6 +78,31 @@ export function keepInformer<T extends KubernetesObject>(
       await informer.stop();
     },
   };
+}
+
+/**
+ * Restart delays, doubling from 200 ms to 10 s. A successful start is the list only: a watch that is
+ * then refused (403, a missing RBAC rule) fails at once. So the delay goes back to 200 ms only after a
+ * run that stayed up for a minute, not after every list, or such a watch would restart five times a second.
+ */
+export class RestartBackoff {
+  static readonly MIN_MS = 200;
+  static readonly MAX_MS = 10_000;
+  static readonly HEALTHY_RUN_MS = 60_000;
+  private delayMs = RestartBackoff.MIN_MS;
+  private upSince: number | null = null;
+
+  started(now: number): void {
+    this.upSince = now;
+  }
+
+  nextDelay(now: number): number {
+    if (this.upSince !== null && now - this.upSince >= RestartBackoff.HEALTHY_RUN_MS) this.delayMs = RestartBackoff.MIN_MS;
+    this.upSince = null;
+    const delay = this.delayMs;
+    this.delayMs = Math.min(delay * 2, RestartBackoff.MAX_MS);
+    return delay;
+  }
 }
 
 /** Keeps what identifies an object and what the informer compares (resourceVersion); drops the rest. */
