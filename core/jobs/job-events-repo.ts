@@ -1,4 +1,4 @@
-import { asc, eq, gt, inArray } from 'drizzle-orm';
+import { asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
 import { jobEvents } from '../db/schema.ts';
 import type { RunnerEvent } from './step-spec.ts';
@@ -20,6 +20,27 @@ export class JobEventsRepo {
 
   async append(jobName: string, event: RunnerEvent): Promise<void> {
     await this.db.insert(jobEvents).values({ jobName, event: event });
+  }
+
+  /**
+   * Stores a Job's result unless it has one already (migration 0010: one result per Job, so a replay
+   * cannot slip in beside the first even at the same moment). False when it had one.
+   */
+  async appendResult(jobName: string, event: Extract<RunnerEvent, { type: 'result' }>): Promise<boolean> {
+    const rows = await this.db.insert(jobEvents).values({ jobName, event }).onConflictDoNothing().returning({ id: jobEvents.id });
+    return rows.length > 0;
+  }
+
+  /** Seconds since the Job's first stored event (null: none yet), and whether its result is stored. */
+  async reportState(jobName: string): Promise<{ firstEventAgeSeconds: number | null; hasResult: boolean }> {
+    const [row] = await this.db
+      .select({
+        age: sql<string | null>`extract(epoch from now() - min(${jobEvents.createdAt}))`,
+        hasResult: sql<boolean | null>`bool_or(${jobEvents.event}->>'type' = 'result')`,
+      })
+      .from(jobEvents)
+      .where(eq(jobEvents.jobName, jobName));
+    return { firstEventAgeSeconds: row?.age == null ? null : Number(row.age), hasResult: row?.hasResult === true };
   }
 
   async after(id: number, limit = 500): Promise<StoredJobEvent[]> {
