@@ -504,6 +504,10 @@ export class KubernetesBackend implements JobBackend {
     } else if (job.spec?.suspend && this.resumed.delete(ref.name)) {
       const suspended = job.status?.conditions?.find((c) => c.type === 'Suspended' && c.status === 'True');
       this.emit(ref, { type: 'suspended', reason: `Kueue suspended its Job again${suspended?.message ? ` (${suspended.message})` : ''}` });
+      // Its next pod may start long after: its token's lifetime counts from that pod's first report.
+      this.options.events
+        .forgetReports(ref.name)
+        .catch((err: unknown) => this.options.logger.warn({ err, job: ref.name }, 'could not forget the reports of a suspended Job'));
     }
   }
 

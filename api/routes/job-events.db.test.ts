@@ -219,6 +219,14 @@ test('attack: bodies larger than their event type needs are refused 413', async 
   const huge = await job.post({}, { body: JSON.stringify({ jobName: job.name, event: { type: 'result', pad: 'x'.repeat(200_000) } }) });
   assert.equal(huge.status, 413);
   assert.deepEqual(await job.stored(), []);
+  // A result within the read limit but past its own fails the step, saying so.
+  const outputs = success().outputs.map((o) => ({ ...o, media: { ...o.media, codec: 'x'.repeat(100_000) } }));
+  const large = await job.post({}, { body: JSON.stringify({ jobName: job.name, event: { ...success(), outputs } }) });
+  assert.equal(large.status, 413);
+  assert.deepEqual(
+    (await job.stored()).map((e) => (e.type === 'result' && !e.ok ? e.errorMessage : e.type)),
+    ["the runner's result was refused: a result event is at most 65536 bytes"],
+  );
 });
 
 test('attack: a flood is held to the Job’s budget with 429 and Retry-After; other Jobs are not held up', async () => {

@@ -20,7 +20,9 @@ import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, type RunnerEve
 import { JobEventBudget } from '../job-event-budget.ts';
 
 /** Largest body of each event type: a result holds up to 20 outputs' media, or an error message. */
-export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 128 * 1024 } as const;
+export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 64 * 1024 } as const;
+/** Nothing larger is read at all: a result a little past its limit is still read, to fail its step saying why. */
+const READ_LIMIT = 2 * EVENT_BODY_LIMITS.result;
 /** A token stays good this long past its step's deadline (downloads + max_command_run_seconds + uploads). */
 export const TOKEN_GRACE_SECONDS = 600;
 
@@ -50,12 +52,12 @@ export interface JobEventRoutesOptions {
 export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
   const app = new Hono();
   const budget = o.budget ?? new JobEventBudget();
-  // Nothing larger than the largest event is read.
+  // Nothing past READ_LIMIT is read (a Content-Length beyond it is refused before the body).
   app.use(
     '/internal/*',
     bodyLimit({
-      maxSize: EVENT_BODY_LIMITS.result,
-      onError: (c) => c.json({ detail: `event too large (limit ${EVENT_BODY_LIMITS.result} bytes)` }, 413, { connection: 'close' }),
+      maxSize: READ_LIMIT,
+      onError: (c) => c.json({ detail: `event too large (limit ${READ_LIMIT} bytes)` }, 413, { connection: 'close' }),
     }),
   );
   app.post('/internal/v1/job-events', async (c) => {
@@ -81,8 +83,6 @@ export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
     const reported = (body as { event?: unknown }).event;
     const type = (reported as { type?: unknown } | null)?.type;
     const kind = typeof type === 'string' && Object.hasOwn(EVENT_BODY_LIMITS, type) ? (type as keyof typeof EVENT_BODY_LIMITS) : null;
-    if (kind !== null && Buffer.byteLength(raw) > EVENT_BODY_LIMITS[kind])
-      return c.json({ detail: `a ${kind} event is at most ${EVENT_BODY_LIMITS[kind]} bytes` }, 413, { connection: 'close' });
 
     const command = await o.commands.findById(ref.commandId);
     if (!runsStep(command, ref)) return c.json({ detail: 'the step of this Job has ended' }, 409);
@@ -92,6 +92,8 @@ export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
     if (state.firstEventAgeSeconds !== null && state.firstEventAgeSeconds > lifetime)
       return c.json({ detail: `job token expired (${lifetime} s after the Job's first report)` }, 401);
 
+    if (kind !== null && Buffer.byteLength(raw) > EVENT_BODY_LIMITS[kind])
+      return refuse(c, o.events, ref, kind === 'result', `a ${kind} event is at most ${EVENT_BODY_LIMITS[kind]} bytes`, 413);
     const parsed = parseRunnerEvent(reported);
     let problem = parsed.ok ? null : parsed.problem;
     const event = parsed.ok ? parsed.event : null;
@@ -102,8 +104,15 @@ export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
   return app;
 }
 
-/** 422 naming the field; a refused result fails the step in its place, so the command says why. */
-async function refuse(c: Context, events: JobEventsRepo, ref: JobRef, isResult: boolean, problem: string): Promise<Response> {
+/** 422 naming the field (413: too large); a refused result fails the step in its place, so the command says why. */
+async function refuse(
+  c: Context,
+  events: JobEventsRepo,
+  ref: JobRef,
+  isResult: boolean,
+  problem: string,
+  status: 413 | 422 = 422,
+): Promise<Response> {
   if (isResult) {
     await events.appendResult(ref.name, {
       type: 'result',
@@ -114,7 +123,7 @@ async function refuse(c: Context, events: JobEventsRepo, ref: JobRef, isResult: 
       inputBytes: 0,
     });
   }
-  return c.json({ detail: problem }, 422);
+  return c.json({ detail: problem }, status);
 }
 
 async function store(c: Context, events: JobEventsRepo, ref: JobRef, event: RunnerEvent): Promise<Response> {

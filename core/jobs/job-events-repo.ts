@@ -53,6 +53,14 @@ export class JobEventsRepo {
     return rows.map((r) => ({ id: r.id, jobName: r.jobName, event: r.event as unknown as RunnerEvent }));
   }
 
+  /**
+   * Kueue mode, a Job suspended again: its pod's stages and progress go, so the next pod's first report
+   * starts the token's lifetime again (see api/routes/job-events.ts). A result stays.
+   */
+  async forgetReports(jobName: string): Promise<void> {
+    await this.db.delete(jobEvents).where(sql`${jobEvents.jobName} = ${jobName} and ${jobEvents.event}->>'type' <> 'result'`);
+  }
+
   async deleteForJobs(jobNames: string[]): Promise<void> {
     if (jobNames.length) await this.db.delete(jobEvents).where(inArray(jobEvents.jobName, jobNames));
   }
