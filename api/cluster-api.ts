@@ -18,7 +18,7 @@ import type { Storage } from '../core/storage/storage.ts';
 import { createFfmpegCommand } from '../core/k8s/ffmpeg-command.ts';
 import { createApp } from './app.ts';
 import { listen } from './listen.ts';
-import { jobEventRoutes } from './routes/job-events.ts';
+import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from './routes/job-events.ts';
 import { createAddressPolicy } from '../core/net/address-policy.ts';
 import { WebhooksRepo } from '../core/webhooks/webhooks-repo.ts';
 import { startWebhookWorker } from './webhooks/webhook-worker.ts';
@@ -40,6 +40,8 @@ export interface ClusterApiOptions {
   uploadTtlSeconds: number;
   /** FFOP_ALLOW_ADDRESSES: exceptions to the SSRF guard of webhook URLs (none when absent). */
   allowAddresses?: string[];
+  /** What runner results may report: the limits the operator gives runners (shared settings); defaults when absent. */
+  reportLimits?: Partial<ReportLimits>;
   /** Serves /metrics on a port of its own (FFOP_METRICS_*), apart from the public API port; none when absent. */
   metricsServer?: Pick<MetricsServerOptions, 'host' | 'port' | 'token'>;
 }
@@ -93,7 +95,12 @@ export async function startClusterApi(
     kickFileTasks: () => {}, // the operator's file tasks poll
     uploadTtlSeconds: o.uploadTtlSeconds,
     storageRoutes: o.storageRoutes,
-    jobEventRoutes: jobEventRoutes(new JobEventsRepo(o.database.db), o.tokenSecret),
+    jobEventRoutes: jobEventRoutes({
+      events: new JobEventsRepo(o.database.db),
+      commands,
+      tokenSecret: o.tokenSecret,
+      limits: { ...DEFAULT_REPORT_LIMITS, ...o.reportLimits },
+    }),
     webhooks: { webhooks: new WebhooksRepo(o.database.db), addressPolicy: createAddressPolicy(allowAddresses) },
     metrics,
   });

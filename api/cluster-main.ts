@@ -28,6 +28,7 @@ const api = await startClusterApi({
   trustedProxies: config.trustedProxies,
   port: config.port,
   uploadTtlSeconds: uploadUrlTtlSeconds(config),
+  reportLimits: config,
   allowAddresses: config.allowAddresses,
   metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
 });

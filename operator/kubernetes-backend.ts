@@ -90,6 +90,8 @@ export interface KubernetesBackendOptions {
 
 export const DEFAULT_QUEUEING: QueueingSettings = { mode: 'builtin', maxPendingPods: 10, maxVcpus: null, requeueAfterSeconds: 10 };
 export const DEFAULT_DISK_REQUEST = '10Gi';
+/** The most a step may write when FFOP_RUNNER_DISK_LIMIT is not set. */
+export const DEFAULT_DISK_LIMIT = '100Gi';
 /** A step's known inputs are asked for this many times over: the inputs, the outputs and room to spare. */
 const DISK_PER_INPUT_BYTE = 3;
 /** Kueue's labels on a Job. */
@@ -311,7 +313,7 @@ export class KubernetesBackend implements JobBackend {
 
   /** The step's disk: asked for as much as its known inputs need (at least the default), never more than the limit. */
   private diskOf(request: Pick<JobRequest, 'knownInputBytes'>): { request: string; limit: string } {
-    const limit = this.options.workVolumeSize ?? '100Gi';
+    const limit = this.options.workVolumeSize ?? DEFAULT_DISK_LIMIT;
     const base = this.options.diskRequest ?? DEFAULT_DISK_REQUEST;
     const limitBytes = parseQuantity(limit) ?? Infinity;
     const wanted = (request.knownInputBytes ?? 0) * DISK_PER_INPUT_BYTE;
@@ -502,6 +504,10 @@ export class KubernetesBackend implements JobBackend {
     } else if (job.spec?.suspend && this.resumed.delete(ref.name)) {
       const suspended = job.status?.conditions?.find((c) => c.type === 'Suspended' && c.status === 'True');
       this.emit(ref, { type: 'suspended', reason: `Kueue suspended its Job again${suspended?.message ? ` (${suspended.message})` : ''}` });
+      // Its next pod may start long after: its token's lifetime counts from that pod's first report.
+      this.options.events
+        .forgetReports(ref.name)
+        .catch((err: unknown) => this.options.logger.warn({ err, job: ref.name }, 'could not forget the reports of a suspended Job'));
     }
   }
 

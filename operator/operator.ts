@@ -9,7 +9,8 @@ import { JOB_EVENT_CHANNEL, JobEventsRepo } from '../core/jobs/job-events-repo.t
 import { LEADER_LEASE } from '../core/k8s/names.ts';
 import { KeepAliveKubeConfig } from '../core/k8s/keep-alive-kubeconfig.ts';
 import type { Storage } from '../core/storage/storage.ts';
-import { KubernetesBackend, type KubernetesBackendOptions, type QueueingSettings } from './kubernetes-backend.ts';
+import { DEFAULT_DISK_LIMIT, KubernetesBackend, type KubernetesBackendOptions, type QueueingSettings } from './kubernetes-backend.ts';
+import { parseQuantity } from './queueing/quantity.ts';
 import { CommandEvents } from './cluster/command-events.ts';
 import { CommandResources } from './cluster/command-resources.ts';
 import { electLeader } from './cluster/leader-election.ts';
@@ -112,13 +113,19 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       uidOf: async (id) => (await commandResources.ownerOf(id))?.uid ?? null,
     });
     const built = createEngine({
-      settings: o.settings,
+      // What a result may report is held to what the runners were given.
+      settings: {
+        ...o.settings,
+        maxOutputFileBytes: o.maxOutputFileBytes ?? o.settings.maxOutputFileBytes,
+        maxOutputFiles: o.maxOutputFiles ?? o.settings.maxOutputFiles,
+      },
       database: o.database,
       storage: o.storage,
       backend,
       logger,
       prober: o.prober,
       maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
+      stepDiskBytes: parseQuantity(o.runnerDiskLimit ?? DEFAULT_DISK_LIMIT) ?? undefined,
       hooks: {
         onCommandChanged: (id) =>
           commandResources.mirror(

@@ -21,7 +21,8 @@ describe('httpReporter', () => {
       req.on('end', () => {
         const status = answers.shift() ?? 200;
         if (status === 200) received.push({ auth: req.headers.authorization, body: JSON.parse(body) });
-        res.writeHead(status).end();
+        // As the API past a Job's request budget (api/job-event-budget.ts).
+        res.writeHead(status, status === 429 ? { 'retry-after': '1' } : {}).end();
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -56,6 +57,28 @@ describe('httpReporter', () => {
     assert.equal(await reporter.flush(), false);
     assert.equal(received.length, 0);
     assert.deepEqual(answers, []);
+  });
+
+  test("past the Job's request budget (429) a stage or result waits as long as Retry-After says, then goes", async () => {
+    answers = [429];
+    received.length = 0;
+    const reporter = httpReporter(url, 'job-7', 'tok', FAST);
+    const sentAt = performance.now();
+    reporter.send(result);
+    assert.equal(await reporter.flush(), true);
+    assert.ok(performance.now() - sentAt >= 990, 'it waited the second the API asked for');
+    assert.equal(received.length, 1);
+  });
+
+  test('a Retry-After beyond the retry time gives up at once; a progress event answered 429 is dropped', async () => {
+    answers = [429, 429];
+    received.length = 0;
+    const reporter = httpReporter(url, 'job-8', 'tok', { ...FAST, retryForMs: 200 });
+    reporter.send({ type: 'progress', outTimeSeconds: 1, speed: 1, durationSeconds: null });
+    reporter.send(result);
+    assert.equal(await reporter.flush(), false);
+    assert.deepEqual(answers, []);
+    assert.equal(received.length, 0);
   });
 
   test('progress is sent once, never retried', async () => {

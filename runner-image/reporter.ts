@@ -44,6 +44,7 @@ export function httpReporter(url: string, jobName: string, token: string, retry:
   const post = async (event: RunnerEvent): Promise<boolean> => {
     const deadline = Date.now() + (event.type === 'progress' ? 0 : retry.retryForMs);
     for (let delay = retry.firstDelayMs; ; delay = Math.min(delay * 2, retry.maxDelayMs)) {
+      let wait = delay;
       try {
         const res = await fetch(url, {
           method: 'POST',
@@ -53,12 +54,14 @@ export function httpReporter(url: string, jobName: string, token: string, retry:
         });
         await res.body?.cancel();
         if (res.ok) return true;
-        if (res.status < 500) return false; // refused: retrying will not help
+        // Over the Job's request budget: the API says when to come back.
+        if (res.status === 429) wait = Math.max(delay, Number(res.headers.get('retry-after')) * 1000 || 0);
+        else if (res.status < 500) return false; // refused: retrying will not help
       } catch {
         /* network error: retry */
       }
-      if (Date.now() + delay > deadline) return false;
-      await new Promise((r) => setTimeout(r, delay));
+      if (Date.now() + wait > deadline) return false;
+      await new Promise((r) => setTimeout(r, wait));
     }
   };
   const sendHeldProgress = () => {

@@ -1,33 +1,147 @@
 // Where runner pods report their events in cluster mode (not part of the public API, not in the
-// OpenAPI document). Each request carries the token of its one Job.
-import { Hono } from 'hono';
+// OpenAPI document). Each request carries the token of its one Job. A token is only as good as the
+// pod that holds it (a hostile command that escaped ffmpeg could post with it), so reports are
+// checked like user input: 401 for a token that is not the Job's or has expired (the step's deadline
+// plus a grace after its first report), 429 past the Job's request budget, 413 past the size its event
+// type needs, 409 once the step ended or its result is stored, 422 for an event that is malformed or
+// cannot be true of the step. A refused result fails the step with the reason.
+import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import * as v from 'valibot';
-import { JOB_NAME_PATTERN } from '../../core/jobs/job-name.ts';
+import type { CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { CommandStatus } from '../../core/commands/command-status.ts';
+import { ErrorStatus } from '../../core/commands/error-status.ts';
+import { stepBounds, stepDeadlineSeconds, type RunLimits } from '../../core/engine/step-spec-builder.ts';
+import { jobName, parseJobName, type JobRef } from '../../core/jobs/job-name.ts';
 import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { jobTokenValid } from '../../core/jobs/job-token.ts';
-import { jsonBody } from '../validation.ts';
+import { refusedMessage, resultProblem } from '../../core/jobs/result-bounds.ts';
+import { parseRunnerEvent } from '../../core/jobs/runner-event-schema.ts';
+import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, type RunnerEvent } from '../../core/jobs/step-spec.ts';
+import { JobEventBudget } from '../job-event-budget.ts';
 
-const eventSchema = v.object({
-  jobName: v.pipe(v.string(), v.regex(JOB_NAME_PATTERN)),
-  event: v.looseObject({ type: v.picklist(['stage', 'progress', 'result']) }),
-});
+/** Largest body of each event type: a result holds up to 20 outputs' media, or an error message. */
+export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 64 * 1024 } as const;
+/** Nothing larger is read at all: a result a little past its limit is still read, to fail its step saying why. */
+const READ_LIMIT = 2 * EVENT_BODY_LIMITS.result;
+/** A token stays good this long past its step's deadline (downloads + max_command_run_seconds + uploads). */
+export const TOKEN_GRACE_SECONDS = 600;
 
-export function jobEventRoutes(events: JobEventsRepo, tokenSecret: string): Hono {
+/** The limits the operator gives runners (shared settings): what a result may report. */
+export type ReportLimits = Pick<
+  RunLimits,
+  'downloadMaxBytes' | 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds' | 'maxOutputFileBytes' | 'maxOutputFiles'
+>;
+
+/** The settings' defaults (core/config.ts), for an API started without them. */
+export const DEFAULT_REPORT_LIMITS: ReportLimits = {
+  downloadMaxBytes: 4 * 1024 ** 3,
+  downloadTimeoutSeconds: 900,
+  uploadAllowanceSeconds: 900,
+  maxOutputFileBytes: DEFAULT_MAX_OUTPUT_FILE_BYTES,
+  maxOutputFiles: DEFAULT_MAX_OUTPUT_FILES,
+};
+
+export interface JobEventRoutesOptions {
+  events: JobEventsRepo;
+  commands: CommandsRepo;
+  tokenSecret: string;
+  limits: ReportLimits;
+  budget?: JobEventBudget;
+}
+
+export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
   const app = new Hono();
-  // Events are small; nothing is read before the size is known to be sane.
+  const budget = o.budget ?? new JobEventBudget();
+  // Nothing past READ_LIMIT is read (a Content-Length beyond it is refused before the body).
   app.use(
     '/internal/*',
-    bodyLimit({ maxSize: 256 * 1024, onError: (c) => c.json({ detail: 'event too large' }, 413, { connection: 'close' }) }),
+    bodyLimit({
+      maxSize: READ_LIMIT,
+      onError: (c) => c.json({ detail: `event too large (limit ${READ_LIMIT} bytes)` }, 413, { connection: 'close' }),
+    }),
   );
   app.post('/internal/v1/job-events', async (c) => {
     const token = (c.req.header('authorization') ?? '').replace(/^Bearer\s+/i, '');
     if (!/^[0-9a-f]{64}$/.test(token)) return c.json({ detail: 'invalid job token' }, 401);
-    const body = await jsonBody(c, eventSchema);
-    if (!jobTokenValid(tokenSecret, body.jobName, token)) return c.json({ detail: 'invalid job token' }, 401);
-    // Progress too: the operator stores it for polls (a runner sends at most about two a second).
-    await events.append(body.jobName, body.event as never);
-    return c.json({});
+    const raw = await c.req.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return c.json({ detail: 'the body is not JSON' }, 422);
+    }
+    if (typeof body !== 'object' || body === null || Object.keys(body).some((k) => k !== 'jobName' && k !== 'event'))
+      return c.json({ detail: 'the body is {"jobName": ..., "event": {...}} and nothing else' }, 422);
+    const name = (body as { jobName?: unknown }).jobName;
+    const ref = typeof name === 'string' ? parseJobName(name) : null;
+    if (!ref) return c.json({ detail: 'jobName: not the name of a Job of this service' }, 422);
+    if (!jobTokenValid(o.tokenSecret, ref.name, token)) return c.json({ detail: 'invalid job token' }, 401);
+
+    const wait = budget.take(ref.name);
+    if (wait !== null)
+      return c.json({ detail: `too many reports for this Job; retry after ${wait} s` }, 429, { 'retry-after': String(wait) });
+    const reported = (body as { event?: unknown }).event;
+    const type = (reported as { type?: unknown } | null)?.type;
+    const kind = typeof type === 'string' && Object.hasOwn(EVENT_BODY_LIMITS, type) ? (type as keyof typeof EVENT_BODY_LIMITS) : null;
+
+    const command = await o.commands.findById(ref.commandId);
+    if (!runsStep(command, ref)) return c.json({ detail: 'the step of this Job has ended' }, 409);
+    const state = await o.events.reportState(ref.name);
+    if (state.hasResult) return c.json({ detail: 'the result of this Job is stored already' }, 409);
+    const lifetime = stepDeadlineSeconds(command, o.limits) + TOKEN_GRACE_SECONDS;
+    if (state.firstEventAgeSeconds !== null && state.firstEventAgeSeconds > lifetime)
+      return c.json({ detail: `job token expired (${lifetime} s after the Job's first report)` }, 401);
+
+    if (kind !== null && Buffer.byteLength(raw) > EVENT_BODY_LIMITS[kind])
+      return refuse(c, o.events, ref, kind === 'result', `a ${kind} event is at most ${EVENT_BODY_LIMITS[kind]} bytes`, 413);
+    const parsed = parseRunnerEvent(reported);
+    let problem = parsed.ok ? null : parsed.problem;
+    const event = parsed.ok ? parsed.event : null;
+    if (event?.type === 'result') problem = resultProblem(event, stepBounds(command, ref.step, o.limits));
+    if (problem !== null) return refuse(c, o.events, ref, kind === 'result', problem);
+    return store(c, o.events, ref, event!);
   });
   return app;
+}
+
+/** 422 naming the field (413: too large); a refused result fails the step in its place, so the command says why. */
+async function refuse(
+  c: Context,
+  events: JobEventsRepo,
+  ref: JobRef,
+  isResult: boolean,
+  problem: string,
+  status: 413 | 422 = 422,
+): Promise<Response> {
+  if (isResult) {
+    await events.appendResult(ref.name, {
+      type: 'result',
+      ok: false,
+      errorStatus: ErrorStatus.INTERNAL_ERROR,
+      errorMessage: refusedMessage(problem),
+      ffmpegSeconds: null,
+      inputBytes: 0,
+    });
+  }
+  return c.json({ detail: problem }, status);
+}
+
+async function store(c: Context, events: JobEventsRepo, ref: JobRef, event: RunnerEvent): Promise<Response> {
+  if (event.type !== 'result') {
+    // Progress too: the operator stores it for polls (a runner sends at most one every 2 s).
+    await events.append(ref.name, event);
+    return c.json({});
+  }
+  // Two results at once: the database keeps the first.
+  if (!(await events.appendResult(ref.name, event))) return c.json({ detail: 'the result of this Job is stored already' }, 409);
+  return c.json({});
+}
+
+/**
+ * The command runs the step and attempt this Job was made for. Kueue mode: QUEUED in the cluster's
+ * queue too, since its pod may report before the operator has seen Kueue release it.
+ */
+function runsStep(command: CommandRow | null, ref: JobRef): command is CommandRow {
+  if (!command || jobName(command.id, command.currentStep, command.attempt) !== ref.name) return false;
+  return command.status === CommandStatus.PROCESSING || (command.status === CommandStatus.QUEUED && command.inClusterQueue);
 }

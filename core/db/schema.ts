@@ -8,6 +8,7 @@ import {
   date,
   doublePrecision,
   index,
+  uniqueIndex,
   integer,
   jsonb,
   pgTable,
@@ -203,7 +204,13 @@ export const jobEvents = pgTable(
     event: jsonb('event').$type<Record<string, unknown>>().notNull(),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [index('job_events_job_idx').on(t.jobName)],
+  (t) => [
+    index('job_events_job_idx').on(t.jobName),
+    // One result per Job: a replay with the Job's token is refused here too (migration 0010).
+    uniqueIndex('job_events_one_result_idx')
+      .on(t.jobName)
+      .where(sql`${t.event}->>'type' = 'result'`),
+  ],
 );
 
 /** One webhook per account and environment: where ended commands and stored files are announced. */

@@ -17,7 +17,8 @@ import type { EngineMetrics } from '../metrics/metrics.ts';
 export type EngineSettings = Pick<
   Config,
   'workDir' | 'downloadMaxBytes' | 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds' | 'allowAddresses' | 'abandonedUploadSeconds'
->;
+> &
+  Partial<Pick<Config, 'maxOutputFileBytes' | 'maxOutputFiles'>>;
 
 export interface EngineOptions {
   settings: EngineSettings;
@@ -29,6 +30,8 @@ export interface EngineOptions {
   prober: FileProber;
   /** Cores one runner may use (ffmpeg's threads are capped at it). */
   maxThreads: number;
+  /** Cluster mode: the disk a step may use (FFOP_RUNNER_DISK_LIMIT), which bounds what its result may report. */
+  stepDiskBytes?: number;
   /** Cluster mode's hooks: the FfmpegCommand resources follow the commands. */
   hooks?: Pick<ReconcilerOptions, 'onCommandChanged' | 'ensureResource' | 'onCommandEvent'>;
   /** Safety-net intervals; both loops also run whenever something changes. */
@@ -59,6 +62,9 @@ export function createEngine(o: EngineOptions): Engine {
       uploadAllowanceSeconds: settings.uploadAllowanceSeconds,
       allow: settings.allowAddresses,
       maxThreads: o.maxThreads,
+      maxOutputFileBytes: settings.maxOutputFileBytes,
+      maxOutputFiles: settings.maxOutputFiles,
+      stepDiskBytes: o.stepDiskBytes,
     },
     workDir: settings.workDir,
     resyncMs: o.reconcileResyncMs,

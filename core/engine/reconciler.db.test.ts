@@ -110,9 +110,13 @@ class RecordingJobBackend implements JobBackend {
       alias: o.alias,
       fileName: o.fileName,
       size: 1000,
+      // Playlists and folders say how many files and how large their zip was.
+      ...(o.kind === 'file' ? {} : { fileCount: 2, compressedSize: 900 }),
       media: unknownMedia(o.fileName),
     }));
-    this.report(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes: 10, outputs });
+    // 10 bytes per download: a step with none (lavfi) downloaded nothing.
+    const inputBytes = 10 * (request.spec.inputs.length + (request.spec.archive ? 1 : 0));
+    this.report(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes, outputs });
   }
 
   /** As a runner: ffmpeg ended, and the step probes and stores its outputs. */
@@ -314,7 +318,9 @@ test("a chain keeps its share between its steps: only the last step's upload fre
 test('a success records the outputs and the figures, and deletes the job', async () => {
   const f = await reconcilerFixture();
   try {
-    const id = await f.submit(f.a, 1);
+    const submitted = testCommandRow(f.a, { input_files: { in_1: 'https://example.com/in.mp4' }, ffmpeg_command: '-i {{in_1}} {{out_1}}' });
+    await f.commands.insert(submitted);
+    const id = submitted.id;
     await f.reconciler.reconcileOnce();
     const job = f.backend.lastFor(id);
     f.backend.succeed(job);
@@ -560,6 +566,55 @@ test('attack: progress a hostile command posts with its Job token is kept only a
     f.backend.report(job.ref, hostile({ outTimeSeconds: 4, speed: { a: 1 }, durationSeconds: 'NaN', extra: 'x'.repeat(1000) }));
     await f.reconciler.stop();
     assert.deepEqual((await f.commands.findById(id))!.progress, { outTimeSeconds: 4, speed: null, durationSeconds: null });
+  } finally {
+    await f.close();
+  }
+});
+
+test('attack: a result that cannot be true of its step fails the command INTERNAL_ERROR naming why; nothing of it counts', async () => {
+  const f = await reconcilerFixture({ capacity: 8 });
+  try {
+    const media = unknownMedia('o.mp4');
+    const attacks: [string, Record<string, unknown>, RegExp][] = [
+      ['negative output size', { outputs: [{ alias: 'out_1', fileName: 'o.mp4', size: -1e12, media }] }, /outputs\.0\.size: /],
+      ['negative input bytes', { inputBytes: -1e12 }, /inputBytes: /],
+      ['huge output size', { outputs: [{ alias: 'out_1', fileName: 'o.mp4', size: 1e300, media }] }, /outputs\.0\.size: /],
+      ['undeclared alias', { outputs: [{ alias: 'out_9', fileName: 'o.mp4', size: 10, media }] }, /"out_9" is not an output of this step/],
+      [
+        'media text too long',
+        { outputs: [{ alias: 'out_1', fileName: 'o.mp4', size: 10, media: { ...media, codec: 'x'.repeat(10_000) } }] },
+        /media\.codec/,
+      ],
+      ['ffmpeg seconds past the limit', { ffmpegSeconds: 1e6 }, /ffmpegSeconds: /],
+    ];
+    for (const [name, fields, why] of attacks) {
+      const id = await f.submit(f.a, 1);
+      await f.reconciler.reconcileOnce();
+      const job = f.backend.lastFor(id);
+      const outputs = [{ alias: 'out_1', fileName: 'o.mp4', size: 1000, media }];
+      f.backend.report(job.ref, { type: 'result', ok: true, ffmpegSeconds: 1, inputBytes: 0, outputs, ...fields });
+      const row = await f.eventually(id, (r) => r.status === 'FAILED');
+      assert.equal(row.errorStatus, 'INTERNAL_ERROR', name);
+      assert.match(row.errorMessage!, /^the runner's result was refused: /, name);
+      assert.match(row.errorMessage!, why, name);
+      assert.deepEqual([row.processedBytes, row.ffmpegSeconds], [0, 0], name);
+      assert.deepEqual(await f.commands.outputFiles(id), [], name);
+      assert.ok(f.backend.deleted.includes(job.ref.name), `${name}: its job is deleted`);
+    }
+  } finally {
+    await f.close();
+  }
+});
+
+test('attack: a stage that is none is not stored', async () => {
+  const f = await reconcilerFixture();
+  try {
+    const id = await f.submit(f.a, 1);
+    await f.reconciler.reconcileOnce();
+    const job = f.backend.lastFor(id);
+    f.backend.report(job.ref, { type: 'stage', stage: 'x'.repeat(10_000) } as never);
+    await f.reconciler.stop(); // writes what it holds
+    assert.equal((await f.commands.findById(id))!.processingStage, 'DOWNLOADING');
   } finally {
     await f.close();
   }

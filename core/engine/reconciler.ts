@@ -12,7 +12,9 @@ import type { Storage } from '../storage/storage.ts';
 import { objectKey } from '../storage/object-keys.ts';
 import { admitToCapacity, capacityTaken } from './admission.ts';
 import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
-import { buildStepSpec, playlistStagingKey, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
+import { buildStepSpec, playlistStagingKey, stepBounds, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
+import { parseRunnerEvent } from '../jobs/runner-event-schema.ts';
+import { refusedMessage, resultProblem } from '../jobs/result-bounds.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
 import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
@@ -98,8 +100,9 @@ export class Reconciler {
         return;
       }
       if (event.type === 'stage') {
-        // Every step starts at DOWNLOADING: it is recorded when the step is started.
-        if (event.stage !== ProcessingStage.DOWNLOADING && !this.stopped) this.stepStates.report(ref, { processingStage: event.stage });
+        // Every step starts at DOWNLOADING: it is recorded when the step is started. A stage that is none is not stored.
+        if (event.stage !== ProcessingStage.DOWNLOADING && STAGES.has(event.stage) && !this.stopped)
+          this.stepStates.report(ref, { processingStage: event.stage });
         return;
       }
       this.stepStates.forget(ref);
@@ -108,7 +111,7 @@ export class Reconciler {
         return;
       }
       void this.prepare(ref, event).then((prepared) => {
-        if (!this.stopped) void this.serial(() => this.applyResult(ref, event, prepared));
+        if (!this.stopped) void this.serial(() => this.applyResult(ref, prepared));
       });
     });
   }
@@ -416,19 +419,22 @@ export class Reconciler {
    * The result's command, read once (null when the result is late: the command ended or moved on), and
    * for a success what went wrong unpacking its playlist outputs, if anything.
    */
-  private async prepare(ref: JobRef, event: Extract<RunnerEvent, { type: 'result' }>): Promise<PreparedResult> {
+  private async prepare(ref: JobRef, reported: ResultEvent): Promise<PreparedResult> {
     let command: CommandRow | null;
     try {
       command = await this.options.commands.findById(ref.commandId);
     } catch (err) {
-      return { command: null, problem: null, readError: err as Error };
+      return { event: reported, command: null, problem: null, readError: err as Error };
     }
-    if (!runsStep(command, ref)) return { command: null, problem: null, readError: null };
-    if (!event.ok) return { command, problem: null, readError: null };
+    if (!runsStep(command, ref)) return { event: reported, command: null, problem: null, readError: null };
+    // A runner's result is checked like user input (a hostile command may post its own in cluster mode).
+    const event = checkedResult(reported, command, ref.step, this.options.limits);
+    if (event !== reported) this.log(command).warn({ step: ref.step, error_message: event.ok ? '' : event.errorMessage }, 'result refused');
+    if (!event.ok) return { event, command, problem: null, readError: null };
     try {
-      return { command, problem: await this.unpackPlaylists(command, event.outputs), readError: null };
+      return { event, command, problem: await this.unpackPlaylists(command, event.outputs), readError: null };
     } catch (err) {
-      return { command, problem: `could not store the outputs: ${(err as Error).message}`, readError: null };
+      return { event, command, problem: `could not store the outputs: ${(err as Error).message}`, readError: null };
     }
   }
 
@@ -461,14 +467,14 @@ export class Reconciler {
     return runsStep(await this.options.commands.findById(ref.commandId), ref);
   }
 
-  private async applyResult(ref: JobRef, event: Extract<RunnerEvent, { type: 'result' }>, prepared: PreparedResult): Promise<void> {
+  private async applyResult(ref: JobRef, prepared: PreparedResult): Promise<void> {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
     // result (its events go with the Job) instead of losing it. If the command could not be read,
     // the Job goes too, and a later pass runs the step again as a lost one.
     try {
       if (prepared.readError) throw prepared.readError;
       // A late result (an earlier attempt's, or of a command that ended) changes nothing.
-      if (prepared.command) await this.recordResult(ref, prepared.command, event, prepared.problem);
+      if (prepared.command) await this.recordResult(ref, prepared.command, prepared.event, prepared.problem);
     } finally {
       this.deleteFinishedJob(ref.name);
     }
@@ -635,9 +641,30 @@ export class Reconciler {
 
 /** A result's command as read before the serialised section (see Reconciler.prepare). */
 interface PreparedResult {
+  /** The result as reported, or a failure in its place when it was refused. */
+  event: ResultEvent;
   command: CommandRow | null;
   problem: string | null;
   readError: Error | null;
+}
+
+type ResultEvent = Extract<RunnerEvent, { type: 'result' }>;
+
+const STAGES = new Set<string>(Object.values(ProcessingStage));
+
+/** The result if it is well formed and could be true of the step; otherwise a failure that says why. */
+export function checkedResult(reported: ResultEvent, command: CommandRow, step: number, limits: RunLimits): ResultEvent {
+  const parsed = parseRunnerEvent(reported);
+  const problem = parsed.ok ? resultProblem(parsed.event as ResultEvent, stepBounds(command, step, limits)) : parsed.problem;
+  if (problem === null) return reported;
+  return {
+    type: 'result',
+    ok: false,
+    errorStatus: ErrorStatus.INTERNAL_ERROR,
+    errorMessage: refusedMessage(problem),
+    ffmpegSeconds: null,
+    inputBytes: 0,
+  };
 }
 
 /** The command is PROCESSING the step and attempt of this Job. */

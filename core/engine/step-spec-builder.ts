@@ -2,6 +2,8 @@
 // earlier steps are read straight from storage through presigned URLs; outputs get presigned PUTs.
 import type { CommandRow } from '../commands/commands-repo.ts';
 import type { StepInput, StepOutput, StepSpec } from '../jobs/step-spec.ts';
+import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../jobs/step-spec.ts';
+import type { StepBounds } from '../jobs/result-bounds.ts';
 import type { Storage } from '../storage/storage.ts';
 import { objectKey } from '../storage/object-keys.ts';
 import { accountMayRead, storageKeyOfUrl } from './storage-inputs.ts';
@@ -14,16 +16,47 @@ export interface RunLimits {
   allow: string[];
   /** Cores a runner may use; ffmpeg threads are capped at this. */
   maxThreads: number;
+  /** What a runner may write (FFOP_MAX_OUTPUT_FILE_BYTES, FFOP_MAX_OUTPUT_FILES): results are held to it. */
+  maxOutputFileBytes?: number;
+  maxOutputFiles?: number;
+  /** Cluster mode: a step's disk (FFOP_RUNNER_DISK_LIMIT), or undefined when not known. */
+  stepDiskBytes?: number;
 }
 
 /** Whole-step deadline: downloads + max_command_run_seconds + uploads. */
-export function stepDeadlineSeconds(command: CommandRow, limits: RunLimits): number {
+export function stepDeadlineSeconds(
+  command: Pick<CommandRow, 'maxCommandRunSeconds'>,
+  limits: Pick<RunLimits, 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds'>,
+): number {
   return Math.ceil(limits.downloadTimeoutSeconds + command.maxCommandRunSeconds + limits.uploadAllowanceSeconds);
 }
 
 /** Where a runner puts a playlist's zip until the reconciler unpacks it next to the manifest. */
 export function playlistStagingKey(accountId: string, fileId: string): string {
   return `staging/${accountId}/${fileId}/playlist.zip`;
+}
+
+/** The outputs a step writes. A folder output is written by the command's plain relative names, so it has no placeholder. */
+function stepOutputs(command: Pick<CommandRow, 'steps' | 'outputs'>, step: number): CommandRow['outputs'] {
+  const parsed = command.steps[step].command;
+  return command.outputs.filter((o) => o.kind === 'folder' || parsed.outputAliases.includes(o.alias));
+}
+
+/** What the step's result may report (result-bounds.ts); the same limits its runner was given. */
+export function stepBounds(
+  command: Pick<CommandRow, 'steps' | 'outputs' | 'inputArchiveUrl' | 'maxCommandRunSeconds'>,
+  step: number,
+  limits: Pick<RunLimits, 'downloadMaxBytes' | 'maxOutputFileBytes' | 'maxOutputFiles' | 'stepDiskBytes'>,
+): StepBounds {
+  return {
+    outputs: stepOutputs(command, step),
+    downloads: command.steps[step].command.inputAliases.length + (command.inputArchiveUrl ? 1 : 0),
+    downloadMaxBytes: limits.downloadMaxBytes,
+    maxOutputFileBytes: limits.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES,
+    maxOutputFiles: limits.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
+    maxCommandRunSeconds: command.maxCommandRunSeconds,
+    diskBytes: limits.stepDiskBytes ?? null,
+  };
 }
 
 export async function buildStepSpec(command: CommandRow, step: number, storage: Storage, limits: RunLimits): Promise<StepSpec> {
@@ -49,8 +82,7 @@ export async function buildStepSpec(command: CommandRow, step: number, storage: 
     inputs.push({ alias, url: await storage.presignGet(keyOf(earlier.fileId, earlier.fileName), urlTtl), source: 'storage' });
   }
 
-  // A folder output is written by the command's plain relative names, so it has no placeholder.
-  const produced = command.outputs.filter((o) => o.kind === 'folder' || parsed.outputAliases.includes(o.alias));
+  const produced = stepOutputs(command, step);
   const outputs: StepOutput[] = [];
   for (const o of produced) {
     const key = o.kind === 'playlist' ? playlistStagingKey(command.accountId, o.fileId) : keyOf(o.fileId, o.fileName);

@@ -39,7 +39,7 @@ class RecordingJobBackend implements JobBackend {
   }
   succeed(request: JobRequest): void {
     const outputs = request.spec.outputs.map((o) => ({ alias: o.alias, fileName: o.fileName, size: 10, media: unknownMedia(o.fileName) }));
-    for (const l of this.listeners) l(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes: 1, outputs });
+    for (const l of this.listeners) l(request.ref, { type: 'result', ok: true, ffmpegSeconds: 1.5, inputBytes: 0, outputs });
   }
   async close(): Promise<void> {}
 }
