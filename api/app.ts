@@ -21,6 +21,9 @@ import { allowedMethods, answerUnroutedMethod } from './routes/allowed-methods.t
 import { webhookRoutes, type WebhookRoutesDeps } from './routes/webhook.ts';
 import type { Metrics } from '../core/metrics/metrics.ts';
 import { httpLatency, metricsRoute } from './metrics-route.ts';
+import type { DatabaseHealth } from '../core/db/database-health.ts';
+import { isDatabaseUnavailable } from '../core/db/unavailable.ts';
+import { databaseUnavailable } from './database-unavailable.ts';
 
 export interface AppDeps {
   accounts: AccountsRepo;
@@ -43,8 +46,11 @@ export interface AppDeps {
   storageRoutes?: Hono;
   /** Cluster mode: where runner pods report their events. */
   jobEventRoutes?: Hono;
-  /** Readiness: resolves when the database answers. */
-  ready?: () => Promise<boolean>;
+  /**
+   * Whether the database can be reached: /readyz answers from it at once, and /v1 answers 503 with
+   * Retry-After while it cannot. Absent: always reachable (readiness then says ready).
+   */
+  health?: Pick<DatabaseHealth, 'up' | 'failed'>;
   maxBodyBytes?: number;
   /** Failed API key attempts allowed per client address in a window, then 429. */
   authFailures?: { maxFailures: number; windowSeconds: number };
@@ -68,6 +74,8 @@ export function createApp(d: AppDeps): Hono {
   app.onError((err, c) => {
     if (err instanceof RequestInvalid) return c.json({ detail: err.detail }, 422);
     if (err instanceof PlanRefusal) return c.json({ detail: err.message }, 403);
+    // Not logged here: the health logs the outage once, not once a request.
+    if (d.health ? d.health.failed(err) : isDatabaseUnavailable(err)) return databaseUnavailable(c);
     d.logger.error({ err, path: c.req.path, method: c.req.method }, 'request failed');
     return c.json({ detail: 'Internal Server Error' }, 500);
   });
@@ -76,8 +84,9 @@ export function createApp(d: AppDeps): Hono {
   app.notFound((c) => answerUnroutedMethod(c, allowOf(c.req.path)) ?? c.json({ detail: 'Not Found' }, 404));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
-  app.get('/readyz', async (c) => {
-    const ok = d.ready ? await d.ready().catch(() => false) : true;
+  // No query per call: a load balancer's probes must not wait on (or add to) a database in trouble.
+  app.get('/readyz', (c) => {
+    const ok = d.health?.up ?? true;
     return c.json({ status: ok ? 'ready' : 'not ready' }, ok ? 200 : 503);
   });
   if (d.metrics && d.metricsEndpoint) app.route('/', metricsRoute(d.metrics, d.metricsEndpoint.token));
@@ -92,6 +101,7 @@ export function createApp(d: AppDeps): Hono {
       rateLimit: new RateLimit(),
       allowOf,
       clock: nowMs,
+      databaseUp: d.health ? () => d.health!.up : undefined,
     }),
   );
   const quotas = new Quotas(d.files, clock);

@@ -103,6 +103,7 @@ export async function startClusterApi(
     }),
     webhooks: { webhooks: new WebhooksRepo(o.database.db), addressPolicy: createAddressPolicy(allowAddresses) },
     metrics,
+    health: o.database.health,
   });
   const server: ServerType = await listen(app.fetch, o.host, o.port);
   const port = (server.address() as AddressInfo).port;

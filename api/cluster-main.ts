@@ -14,7 +14,7 @@ const cluster = loadClusterConfig();
 const logger = createLogger(config.logLevel);
 if (!config.databaseUrl.startsWith('postgres')) throw new Error('cluster mode needs PostgreSQL: set FFOP_DATABASE_URL=postgres://...');
 if (config.storage !== 's3') throw new Error('cluster mode needs shared storage: set FFOP_STORAGE=s3 and the FFOP_S3_* settings');
-const database = await openDatabase(config.databaseUrl);
+const database = await openDatabase(config.databaseUrl, { logger });
 const storage = await createStorage({ kind: 's3', publicUrl: config.publicUrl, signingKey: '', localDir: '', s3: config.s3 ?? undefined });
 const api = await startClusterApi({
   kubeconfig: loadKubeConfig(),

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerType } from '@hono/node-server';
 import { listen } from './listen.ts';
-import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../core/commands/commands-repo.ts';
@@ -62,7 +61,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   // Refuse to start rather than run hostile command lines unconfined.
   const { confinement, uids, prober } = await confinementFromConfig(config, logger);
-  const database = await openDatabase(config.databaseUrl);
+  const database = await openDatabase(config.databaseUrl, { logger });
   // Listen first: with port 0 the URLs the service hands out need the port it got.
   // `env` carries the socket: the API limits failed key attempts per client address.
   let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
@@ -142,10 +141,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       metrics,
       metricsEndpoint: { token: config.metricsToken },
       webhooks: { webhooks: new WebhooksRepo(database.db), addressPolicy: createAddressPolicy(config.allowAddresses) },
-      ready: async () => {
-        await database.db.execute(sql`select 1`);
-        return true;
-      },
+      health: database.health,
     });
     handler = (req, env) => app.fetch(req, env);
     const url = publicUrl;

@@ -8,7 +8,7 @@ import { testCaller } from './testing/test-caller.ts';
 import { v1Gate } from './v1-gate.ts';
 
 /** The gate over an accounts double with one good key per rate, and a route that echoes its caller's key id. */
-function gatedApp(o: { clock: () => number; bodyLimitHit?: () => void }) {
+function gatedApp(o: { clock: () => number; bodyLimitHit?: () => void; databaseUp?: () => boolean }) {
   const keys: Record<string, ReturnType<typeof testCaller>> = { slow: testCaller(2, 'slow'), fast: testCaller(600, 'fast') };
   const app = new Hono<AppEnv>();
   app.use(
@@ -23,6 +23,7 @@ function gatedApp(o: { clock: () => number; bodyLimitHit?: () => void }) {
       rateLimit: new RateLimit(),
       allowOf: (path) => (path.startsWith('/v1/things') ? 'GET, HEAD, OPTIONS' : null),
       clock: o.clock,
+      databaseUp: o.databaseUp,
     }),
   );
   app.get('/v1/things/:id', (c) => c.json({ key: c.get('caller').keyId }));
@@ -81,4 +82,23 @@ test('a refusal under the body limit is the answer (not lost inside its middlewa
   const request = gatedApp({ clock: () => 0 });
   assert.equal((await request('/v1/things/1', { method: 'POST', body: '{}' })).status, 401);
   assert.equal((await request('/v1/things/1', { method: 'POST', key: 'fast', body: '{}' })).status, 405);
+});
+
+test('while the database cannot be reached every request gets 503 with Retry-After at once, before its key is looked up', async () => {
+  let up = false;
+  let bodyChecks = 0;
+  const request = gatedApp({ clock: () => 0, databaseUp: () => up, bodyLimitHit: () => bodyChecks++ });
+  for (const [path, init] of [
+    ['/v1/things/1', { key: 'fast' }],
+    ['/v1/things/1', { key: 'nope' }],
+    ['/v1/things/1', { key: 'fast', method: 'POST', body: '{}' }],
+  ] as const) {
+    const res = await request(path, init);
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get('retry-after'), '5');
+    assert.match((await res.json()).detail, /cannot reach its database/);
+  }
+  assert.equal(bodyChecks, 0);
+  up = true;
+  assert.equal((await request('/v1/things/1', { key: 'fast' })).status, 200);
 });

@@ -1,5 +1,5 @@
-// What every /v1 request passes before its route, in this order: the body limit (requests with a
-// body), the failed-key throttle of its address, the API key, the key's rate limit, and the methods
+// What every /v1 request passes before its route, in this order: the database's health (503 at once
+// while it cannot be reached), the body limit (requests with a body), the failed-key throttle of its address, the API key, the key's rate limit, and the methods
 // its path supports. One middleware rather than five: each layer of Hono's middleware chain costs
 // promises and microtask turns, and polls pay them thousands of times a second.
 import type { MiddlewareHandler } from 'hono';
@@ -8,6 +8,7 @@ import type { AuthFailureLimit } from './auth-failure-limit.ts';
 import { INVALID_KEY, type AppEnv } from './auth.ts';
 import type { RateLimit } from './rate-limit.ts';
 import { answerUnroutedMethod } from './routes/allowed-methods.ts';
+import { databaseUnavailable } from './database-unavailable.ts';
 
 export interface V1GateDeps {
   /** Refuses bodies over the limit; GET and HEAD bodies are never read, so they skip it. */
@@ -19,6 +20,8 @@ export interface V1GateDeps {
   allowOf: (path: string) => string | null;
   /** Milliseconds since the epoch. */
   clock: () => number;
+  /** Whether the database can be reached (database-health.ts); absent: always. */
+  databaseUp?: () => boolean;
 }
 
 export function v1Gate(d: V1GateDeps): MiddlewareHandler<AppEnv> {
@@ -43,6 +46,7 @@ export function v1Gate(d: V1GateDeps): MiddlewareHandler<AppEnv> {
   };
   // Looking for a GET's body would make @hono/node-server build a whole fetch Request for every poll.
   return (c, next) => {
+    if (d.databaseUp && !d.databaseUp()) return Promise.resolve(databaseUnavailable(c));
     if (c.req.method === 'GET' || c.req.method === 'HEAD') return checks(c, next);
     // Inside another middleware an answer must be set on the context: its return value is dropped.
     return d.limitBody(c, async () => {

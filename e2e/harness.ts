@@ -227,8 +227,8 @@ export class ApiClient {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.get(`/v1/commands/${commandId}`);
-      if (res.status === 429) {
-        // As a real client does: wait as long as the service asks, then poll again.
+      if (res.status === 429 || (res.status === 503 && res.headers.has('retry-after'))) {
+        // As a real client does: wait as long as the service asks (rate limit, database away), then poll again.
         await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
         continue;
       }

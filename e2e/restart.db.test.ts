@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
-import { ApiClient, freePort } from './harness.ts';
+import { ApiClient, freePort, makeClip, startMediaServer, waitForFile } from './harness.ts';
 
 const MAIN = fileURLToPath(new URL('../api/main.ts', import.meta.url));
 
@@ -84,6 +84,48 @@ test('kill -9 mid-run: running commands run again, queued ones run, nothing is l
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('kill -9 during a store-file download: its temporary folder is removed at the next start, and the file is stored', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'ffop-restart-'));
+  const db = await createTestDatabaseUrl();
+  const media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4', 1));
+  const port = await freePort();
+  const workDir = join(dataDir, 'work');
+  const env = {
+    FFOP_PORT: String(port),
+    FFOP_DATA_DIR: dataDir,
+    FFOP_DATABASE_URL: db.url === 'pglite:memory' ? `pglite:${join(dataDir, 'db')}` : db.url,
+    FFOP_LOG_LEVEL: 'warn',
+    FFOP_WORK_DIR: workDir,
+    FFOP_ALLOW_ADDRESSES: media.allowEntry,
+  };
+  const storeFolders = async () => (await readdir(workDir).catch(() => [] as string[])).filter((n) => n.startsWith('file-'));
+  let child = await startProcess(env);
+  try {
+    const key = (await readFile(join(dataDir, 'initial-api-key'), 'utf8')).trim();
+    const api = new ApiClient(`http://127.0.0.1:${port}`, key);
+    // The slow path trickles the file over about 3 s: the download is under way when the service dies.
+    const stored = await api.post('/v1/files/store-file', { file_url: `${media.url}/slow/clip.mp4` });
+    assert.equal(stored.status, 200, JSON.stringify(stored.body));
+    while ((await storeFolders()).length === 0) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const leftBehind = await storeFolders();
+    assert.equal(leftBehind.length, 1, 'the killed download left its folder');
+
+    child = await startProcess(env);
+    // The start removed it before any new download; the download starts over in a folder of its own.
+    const file = await waitForFile(api, stored.body.file_id, 60_000);
+    assert.equal(file.status, 'STORED', JSON.stringify(file));
+    assert.ok(!(await readdir(workDir)).includes(leftBehind[0]), `${leftBehind[0]} is still in the work folder`);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    await media.close();
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
   }

@@ -36,6 +36,7 @@ import { PodRoomGate, type ReleasedStep } from './queueing/release-gate.ts';
 import { eligibleNodes, unfitReason } from './queueing/node-room.ts';
 import { bytesQuantity, parseQuantity } from './queueing/quantity.ts';
 import { describeTimeline } from './step-timeline.ts';
+import type { DatabaseHealth } from '../core/db/database-health.ts';
 
 /**
  * How steps wait for the cluster (queueing.mode). builtin: the operator makes a step's Job when the
@@ -51,6 +52,8 @@ export interface KubernetesBackendOptions {
   namespace: string;
   events: JobEventsRepo;
   logger: Logger;
+  /** While the database cannot be reached, event reads wait for it (no read, no log line, each poll). */
+  health?: Pick<DatabaseHealth, 'up' | 'failed'>;
   runnerImage: string;
   /** The API's job-events endpoint as runner pods reach it. */
   reportUrl: string;
@@ -432,7 +435,7 @@ export class KubernetesBackend implements JobBackend {
   }
 
   private poll(): void {
-    if (this.pollQueued) return;
+    if (this.pollQueued || (this.options.health && !this.options.health.up)) return;
     this.pollQueued = true;
     this.polling = this.polling
       .then(async () => {
@@ -446,7 +449,9 @@ export class KubernetesBackend implements JobBackend {
         }
         for (const id of this.seenEvents) if (id < this.lastEventId - EVENT_LOOKBACK) this.seenEvents.delete(id);
       })
-      .catch((err) => this.options.logger.warn({ err }, 'reading job events failed; retrying'));
+      .catch((err) => {
+        if (!this.options.health?.failed(err)) this.options.logger.warn({ err }, 'reading job events failed; retrying');
+      });
   }
 
   private emit(ref: JobRef, event: RunnerEvent | BackendEvent): void {
@@ -465,7 +470,8 @@ export class KubernetesBackend implements JobBackend {
   private jobChanged(job: V1Job): void {
     this.onJobChanged(job).catch((err: unknown) => {
       if (this.closed) return;
-      this.options.logger.warn({ job: job.metadata?.name, err: (err as Error).message }, 'could not settle a finished Job; trying again');
+      if (!this.options.health?.failed(err))
+        this.options.logger.warn({ job: job.metadata?.name, err: (err as Error).message }, 'could not settle a finished Job; trying again');
       setTimeout(() => this.jobChanged(job), 1000).unref();
     });
   }

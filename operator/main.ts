@@ -16,7 +16,7 @@ const logger = createLogger(config.logLevel);
 if (!config.databaseUrl.startsWith('postgres')) throw new Error('cluster mode needs PostgreSQL: set FFOP_DATABASE_URL=postgres://...');
 // Stored and uploaded files are probed here, confined like every ffprobe run.
 const { prober } = await confinementFromConfig(config, logger);
-const database = await openDatabase(config.databaseUrl);
+const database = await openDatabase(config.databaseUrl, { logger });
 // Every replica serves /metrics and /healthz; the leader's also carry the engine's series.
 const metrics = createMetrics();
 const metricsSettings = metricsServerSettings(config, OPERATOR_METRICS_PORT);

@@ -90,6 +90,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       events: new JobEventsRepo(o.database.db),
       watchEvents: (onNew) => o.database.listen(JOB_EVENT_CHANNEL, onNew, onNew),
       logger,
+      health: o.database.health,
       runnerImage: o.runnerImage,
       reportUrl: o.reportUrl,
       tokenSecret: o.tokenSecret,

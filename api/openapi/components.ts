@@ -164,6 +164,7 @@ export const commonResponses = {
   413: json(detailString, 'Request body too large'),
   422: json(validationErrorSchema, 'Validation error'),
   429: json(detailString, 'Rate limit exceeded; see the Retry-After header'),
+  503: json(detailString, 'The service cannot reach its database right now; retry after the Retry-After header'),
 };
 export const responses = { json, detailString };
 

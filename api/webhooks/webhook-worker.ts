@@ -68,7 +68,7 @@ export class WebhookWorker {
     this.timeoutMs = o.timeoutMs ?? 15_000;
     this.maxParallel = o.maxParallel ?? 8;
     this.pollMs = o.pollMs ?? 5_000;
-    this.passes = new SerialPasses(() => this.pass(), o.logger, 'webhook');
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'webhook', o.database.health);
   }
 
   async start(): Promise<void> {
@@ -105,7 +105,11 @@ export class WebhookWorker {
           continue;
         }
         const task = this.deliver(d)
-          .catch((err) => this.o.logger.error({ err, delivery_id: d.id }, 'webhook delivery failed; it is retried when its claim ends'))
+          .catch((err) => {
+            // An outage is logged once by the database's health; the claim ends and the delivery is sent again.
+            if (!this.o.database.health.failed(err))
+              this.o.logger.error({ err, delivery_id: d.id }, 'webhook delivery failed; it is retried when its claim ends');
+          })
           .finally(() => {
             this.inFlight.delete(d.id);
             this.kick();

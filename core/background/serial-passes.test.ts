@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { SerialPasses } from './serial-passes.ts';
+import { DatabaseHealth } from '../db/database-health.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -50,4 +51,38 @@ test('a failed pass is logged and the next kick runs again; after stop nothing r
   p.kick();
   assert.equal(passes, 2);
   assert.deepEqual(errors, ['test pass failed; the next pass retries', 'test pass failed; the next pass retries']);
+});
+
+test('while the database is down kicks make no pass and its failures no log line; one pass follows when it is back', async () => {
+  const errors: string[] = [];
+  const logger = { error: (_o: unknown, msg: string) => errors.push(msg) } as unknown as pino.Logger;
+  let reachable = true;
+  const health = new DatabaseHealth({
+    check: async () => {
+      if (!reachable) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', query: 'select 1' });
+    },
+  });
+  let passes = 0;
+  const p = new SerialPasses(
+    async () => {
+      passes++;
+      if (!reachable) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED', query: 'select' });
+    },
+    logger,
+    'test',
+    health,
+  );
+  reachable = false;
+  p.kick(); // fails for want of the database: marks it down
+  await new Promise((r) => setImmediate(r));
+  assert.equal(health.up, false);
+  for (let i = 0; i < 10; i++) p.kick();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(passes, 1, 'no pass while it is down');
+  reachable = true;
+  await health.checkNow();
+  await new Promise((r) => setImmediate(r));
+  await p.stop();
+  assert.equal(passes, 2, 'one pass once it is back');
+  assert.deepEqual(errors, []);
 });

@@ -16,7 +16,9 @@ import * as schema from './schema.ts';
 import { acquireFolderLock } from './folder-lock.ts';
 import { applyMigrations } from './migrate.ts';
 import { PGLITE_OPTIONS } from './pglite-options.ts';
-import { mainPoolSize } from './postgres-pool.ts';
+import { mainPoolSize, outageOptions } from './postgres-pool.ts';
+import { DatabaseHealth } from './database-health.ts';
+import type { Logger } from 'pino';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 
@@ -34,6 +36,8 @@ export interface Database {
    * (re)established. Resolves to a function that stops listening.
    */
   listen(channel: string, onNotify: (payload: string) => void, onResync: () => void): Promise<() => Promise<void>>;
+  /** Whether the database can be reached right now (PGlite: always); see database-health.ts. */
+  health: DatabaseHealth;
   close(): Promise<void>;
 }
 
@@ -41,8 +45,8 @@ export interface Database {
  * `postgres://...` uses PostgreSQL; `pglite:<folder>` an embedded database in that folder;
  * `pglite:memory` an in-memory one (tests).
  */
-export async function openDatabase(url: string): Promise<Database> {
-  const database = url.startsWith('pglite:') ? await openPglite(url.slice('pglite:'.length)) : openPostgres(url);
+export async function openDatabase(url: string, o: { logger?: Logger } = {}): Promise<Database> {
+  const database = url.startsWith('pglite:') ? await openPglite(url.slice('pglite:'.length)) : openPostgres(url, o.logger);
   try {
     await applyMigrations(database.db);
   } catch (err) {
@@ -52,10 +56,15 @@ export async function openDatabase(url: string): Promise<Database> {
   return database;
 }
 
-function openPostgres(url: string): Database {
+function openPostgres(url: string, logger?: Logger): Database {
   // onnotice: migrations' "already exists" notices are noise.
-  const client = postgres(url, { max: mainPoolSize(url, availableParallelism()), onnotice: () => {} });
-  const readers = postgres(url, { max: 2, onnotice: () => {} });
+  const options = { ...outageOptions(url), onnotice: () => {} };
+  const client = postgres(url, { ...options, max: mainPoolSize(url, availableParallelism()) });
+  const readers = postgres(url, { ...options, max: 2 });
+  // The health check has a connection of its own: it must not queue behind a burst's statements.
+  const checker = postgres(url, { ...options, max: 1 });
+  const health = new DatabaseHealth({ check: () => checker`select 1`, logger });
+  health.start();
   return {
     db: drizzlePostgres(client, { schema }),
     pollReads: drizzlePostgres(readers, { schema }),
@@ -64,8 +73,10 @@ function openPostgres(url: string): Database {
       const subscription = await client.listen(channel, onNotify, onResync);
       return () => subscription.unlisten();
     },
+    health,
     close: async () => {
-      await Promise.all([client.end({ timeout: 5 }), readers.end({ timeout: 5 })]);
+      health.stop();
+      await Promise.all([client.end({ timeout: 5 }), readers.end({ timeout: 5 }), checker.end({ timeout: 5 })]);
     },
   };
 }
@@ -100,6 +111,7 @@ function pgliteDatabase(client: PGlite, close: () => Promise<void>): Database {
     pollReads: drizzlePglite(ahead, { schema }),
     driver: 'pglite',
     listen: pgliteListen(client),
+    health: new DatabaseHealth({ check: null }),
     close,
   };
 }

@@ -17,6 +17,8 @@ export async function applyMigrations(db: Db): Promise<string[]> {
   const entries = [...journal.entries].sort((a, b) => a.idx - b.idx);
   const applied: string[] = [];
   await db.transaction(async (tx) => {
+    // A migration may take longer than the pools' statement timeout (postgres-pool.ts), and so may the wait for the lock.
+    await tx.execute(sql`set local statement_timeout = 0`);
     await tx.execute(sql`select pg_advisory_xact_lock(${LOCK_KEY})`);
     await tx.execute(sql`create table if not exists ffop_migrations (tag text primary key, applied_at timestamptz not null default now())`);
     const done = await tx.execute(sql`select tag from ffop_migrations`);

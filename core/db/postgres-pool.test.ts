@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mainPoolSize, REMOTE_POOL_SIZE } from './postgres-pool.ts';
+import {
+  CONNECT_TIMEOUT_SECONDS,
+  mainPoolSize,
+  MAX_RECONNECT_DELAY_SECONDS,
+  outageOptions,
+  REMOTE_POOL_SIZE,
+  STATEMENT_TIMEOUT_MS,
+} from './postgres-pool.ts';
 
 const noEnv = {};
 
@@ -47,4 +54,13 @@ test('max in the URL sets the size; anything but a whole number of 1 or more is 
       bad,
     );
   }
+});
+
+test('pools time out connecting and statements, and wait at most a second between failed connections; the URL may say otherwise', () => {
+  const o = outageOptions('postgres://u@db.internal/ffop');
+  assert.equal(o.connect_timeout, CONNECT_TIMEOUT_SECONDS);
+  assert.equal(o.connection.statement_timeout, STATEMENT_TIMEOUT_MS);
+  for (const retries of [0, 1, 5, 50]) assert.ok(o.backoff(retries) <= MAX_RECONNECT_DELAY_SECONDS, String(retries));
+  // postgres.js reads connect_timeout from the URL only when the options leave it out.
+  assert.equal('connect_timeout' in outageOptions('postgres://u@db.internal/ffop?connect_timeout=20'), false);
 });

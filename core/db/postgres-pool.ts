@@ -33,3 +33,28 @@ export function mainPoolSize(url: string, cores: number, env: Record<string, str
 function onThisMachine(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host) || host.startsWith('/');
 }
+
+// When the server cannot be reached, a query must fail in about a second (the API answers 503), not
+// wait: postgres.js waits 30 s for a connection by default, and between failed attempts up to 20 s.
+/** Seconds to open a connection (`?connect_timeout=N` in the URL says otherwise). */
+export const CONNECT_TIMEOUT_SECONDS = 5;
+/** A statement that runs longer is cancelled by the server (`?statement_timeout=<ms>`, 0 for none). */
+export const STATEMENT_TIMEOUT_MS = 30_000;
+/** The longest wait between a failed connection and the next attempt. */
+export const MAX_RECONNECT_DELAY_SECONDS = 1;
+
+/** The outage-related options of every pool opened on `url`: the URL's own settings win. */
+export function outageOptions(url: string): {
+  connect_timeout?: number;
+  backoff: (retries: number) => number;
+  connection: { statement_timeout: number };
+} {
+  const query = new URLSearchParams(url.split('?')[1] ?? '');
+  return {
+    ...(query.has('connect_timeout') ? {} : { connect_timeout: CONNECT_TIMEOUT_SECONDS }),
+    // postgres.js's own curve (3^n / 100 s, with jitter), capped.
+    backoff: (retries) => (0.5 + Math.random() / 2) * Math.min(3 ** retries / 100, MAX_RECONNECT_DELAY_SECONDS),
+    // The URL's statement_timeout is a connection parameter that postgres.js applies after this one.
+    connection: { statement_timeout: STATEMENT_TIMEOUT_MS },
+  };
+}

@@ -12,6 +12,7 @@ import { FileTasks } from './file-tasks.ts';
 import type { JobBackend } from './job-backend.ts';
 import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
+import { removeLeftoverTempDirs } from './leftover-temp-dirs.ts';
 
 /** The settings the engine reads (a Config has them all; tests pass just these). */
 export type EngineSettings = Pick<
@@ -70,6 +71,7 @@ export function createEngine(o: EngineOptions): Engine {
     resyncMs: o.reconcileResyncMs,
     ...o.hooks,
     metrics: o.metrics,
+    health: o.database.health,
   });
   const fileTasks = new FileTasks({
     files: new FilesRepo(o.database.db),
@@ -82,11 +84,15 @@ export function createEngine(o: EngineOptions): Engine {
     abandonedUploadSeconds: settings.abandonedUploadSeconds,
     resyncMs: o.fileTasksResyncMs,
     metrics: o.metrics,
+    health: o.database.health,
   });
   return {
     reconciler,
     fileTasks,
     start: async () => {
+      // Before any file task makes new ones.
+      const leftovers = await removeLeftoverTempDirs(settings.workDir);
+      if (leftovers.length > 0) o.logger.info({ folders: leftovers }, 'removed temporary folders left by an earlier run');
       await fileTasks.start();
       reconciler.start();
     },

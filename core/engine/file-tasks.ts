@@ -19,6 +19,7 @@ import { createAddressPolicy } from '../net/address-policy.ts';
 import { DownloadError, downloadToFile } from '../net/download.ts';
 import type { Storage } from '../storage/storage.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
+import type { DatabaseHealth } from '../db/database-health.ts';
 
 const MAX_PARALLEL = 4;
 
@@ -37,6 +38,8 @@ export interface FileTasksOptions {
   resyncMs?: number;
   /** Prometheus metrics: each task's end. */
   metrics?: Pick<EngineMetrics, 'fileTaskEnded'>;
+  /** While the database cannot be reached, passes wait for it; work it cut short starts over after. */
+  health?: Pick<DatabaseHealth, 'up' | 'failed' | 'whenUp'>;
 }
 
 export class FileTasks {
@@ -45,20 +48,20 @@ export class FileTasks {
   private readonly passes: SerialPasses;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** A task ended because the database could not be reached: its file waits in DOWNLOADING or DOWNLOADED. */
+  private cutShortByOutage = false;
   private readonly abort = new AbortController();
   private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(o: FileTasksOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
-    this.passes = new SerialPasses(() => this.pass(), o.logger, 'file tasks');
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'file tasks', o.health);
   }
 
   async start(): Promise<void> {
     // Work cut short by a restart starts over.
-    for (const f of await this.options.files.withStatus([FileStatus.DOWNLOADING, FileStatus.DOWNLOADED], 10_000)) {
-      await this.options.files.update(f.id, { status: FileStatus.QUEUED });
-    }
+    await this.requeueCutShort();
     this.kick();
     this.timer = setInterval(() => this.kick(), this.options.resyncMs ?? 60_000);
     this.timer.unref();
@@ -78,6 +81,10 @@ export class FileTasks {
 
   /** One pass; exposed so tests (with an injected clock) can run the cleanup deterministically. */
   async pass(): Promise<void> {
+    if (this.cutShortByOutage) {
+      this.cutShortByOutage = false;
+      await this.requeueCutShort();
+    }
     await this.cleanAbandonedUploads();
     // A few files at a time, each on its own: one slow download does not hold up the others.
     for (const f of await this.options.files.pendingWork()) {
@@ -86,6 +93,8 @@ export class FileTasks {
       const task = (f.status === FileStatus.UPLOADED ? this.probeUploaded(f) : this.storeFromUrl(f))
         .catch(async (err) => {
           if (this.stopped) return; // shutting down: the next start picks the file up again
+          // The database went away under it: not the file's failure; the first pass after the outage starts it over.
+          if (this.options.health?.failed(err)) return void (this.cutShortByOutage = true);
           this.options.logger.error({ err, file_id: f.id }, 'file task failed');
           await this.fail(f, ErrorStatus.INTERNAL_ERROR, `the file could not be stored: ${(err as Error).message}`).catch(() => {});
         })
@@ -94,6 +103,13 @@ export class FileTasks {
           this.kick();
         });
       this.inFlight.set(f.id, task);
+    }
+  }
+
+  /** Files left downloading or downloaded by work that ended without an outcome go back to the queue. */
+  private async requeueCutShort(): Promise<void> {
+    for (const f of await this.options.files.withStatus([FileStatus.DOWNLOADING, FileStatus.DOWNLOADED], 10_000)) {
+      if (!this.inFlight.has(f.id)) await this.options.files.update(f.id, { status: FileStatus.QUEUED });
     }
   }
 

@@ -20,6 +20,8 @@ import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
 import { StepStateWrites, type StepState } from './step-state-writes.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
+import type { DatabaseHealth } from '../db/database-health.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
@@ -56,6 +58,8 @@ export interface ReconcilerOptions {
   resyncMs?: number;
   /** Prometheus metrics: commands admitted and ended. */
   metrics?: EngineMetrics;
+  /** While the database cannot be reached, passes wait for it (no pass, no log line, every resync). */
+  health?: Pick<DatabaseHealth, 'up' | 'failed' | 'whenUp'>;
 }
 
 export class Reconciler {
@@ -75,6 +79,9 @@ export class Reconciler {
   private readonly stepStates: StepStateWrites;
   /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
   private readonly jobDeletions = new Set<Promise<void>>();
+  /** A pass was asked for while the database was down: the first pass after it is back. */
+  private waitingForDatabase = false;
+  private readonly stopWaitingForUp: (() => void) | undefined;
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
 
   constructor(o: ReconcilerOptions) {
@@ -85,6 +92,15 @@ export class Reconciler {
       stored: (ref, state) => this.stepStateStored(ref, state),
       delayMs: STEP_STATE_DELAY_MS,
       logger: o.logger,
+      health: o.health,
+    });
+    // The first pass after an outage sweeps: what ended meanwhile (a step whose result could not be
+    // recorded is run again as a lost one) and cancels asked before it.
+    this.stopWaitingForUp = o.health?.whenUp(() => {
+      if (!this.waitingForDatabase) return;
+      this.waitingForDatabase = false;
+      this.sweepDue = true;
+      this.cancelRequested();
     });
     // The cluster shows room again (a pod ended, a node came): queued steps may be released.
     o.backend.releaseGate?.onMayOpen(() => {
@@ -139,6 +155,10 @@ export class Reconciler {
   /** Asks for a pass soon; many kicks before it runs make one pass. */
   kick(): void {
     this.capacityFull = false;
+    if (this.options.health && !this.options.health.up) {
+      this.waitingForDatabase = true;
+      return;
+    }
     if (this.passPending || this.stopped) return;
     this.passPending = true;
     void this.serial(async () => {
@@ -165,13 +185,15 @@ export class Reconciler {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    this.stopWaitingForUp?.();
     await this.queue;
     await Promise.all([this.stepStates.flush(), ...this.jobDeletions]);
   }
 
   private serial(work: () => Promise<void>): Promise<void> {
     const next = this.queue.then(work).catch((err: unknown) => {
-      this.options.logger.error({ err }, 'reconcile step failed; the next pass retries');
+      if (this.options.health?.failed(err)) this.waitingForDatabase = true;
+      else this.options.logger.error({ err }, 'reconcile step failed; the next pass retries');
     });
     this.queue = next;
     return next;
@@ -406,6 +428,8 @@ export class Reconciler {
       }
       await this.options.backend.ensureJob(request);
     } catch (err) {
+      // An outage is not the command's failure: without its job, a pass after it runs the step as a lost one.
+      if (isDatabaseUnavailable(err)) throw err;
       await this.fail(command, ErrorStatus.INTERNAL_ERROR, `could not start step ${command.currentStep + 1}: ${(err as Error).message}`);
     }
   }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { CommandProgress } from '../db/schema.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { JobRef } from './job-backend.ts';
+import type { DatabaseHealth } from '../db/database-health.ts';
 
 export interface StepState {
   processingStage?: ProcessingStage;
@@ -23,6 +24,8 @@ export interface StepStateWritesOptions {
   stored: (ref: JobRef, state: StepState) => void;
   delayMs: number;
   logger: Logger;
+  /** A write that failed for want of the database is not logged: the health logs the outage once. */
+  health?: Pick<DatabaseHealth, 'failed'>;
 }
 
 interface HeldState {
@@ -93,7 +96,9 @@ export class StepStateWrites {
         (stored) => {
           if (stored) this.o.stored(entry.ref, state);
         },
-        (err: unknown) => this.o.logger.warn({ err, job: entry.ref.name }, 'could not store the step state'),
+        (err: unknown) => {
+          if (!this.o.health?.failed(err)) this.o.logger.warn({ err, job: entry.ref.name }, 'could not store the step state');
+        },
       )
       .finally(() => {
         entry.writing = null;
