@@ -56,7 +56,7 @@ describe('webhooks', () => {
   before(async () => {
     media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4', 1));
     receiver = await startReceiver();
-    svc = await startService({ allow: [media.allowEntry, receiver.allowEntry] });
+    svc = await startService({ allow: [media.allowEntry], webhookAllow: [receiver.allowEntry] });
   });
   after(async () => {
     await svc?.close();
