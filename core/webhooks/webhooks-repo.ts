@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, desc, eq, inArray, isNull, lte, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
+import { inFlightRows } from '../db/in-flight-rows.ts';
 import { rowsOf } from '../db/migrate.ts';
 import { webhookDeliveries, webhooks, type WebhookAttempt } from '../db/schema.ts';
 import { newWebhookSecret } from './signature.ts';
@@ -152,7 +153,7 @@ export class WebhooksRepo {
     // Candidates in turn order; a few times `limit` so that those of busy accounts can be skipped.
     const candidates = rowsOf<{ id: string; account_id: string; environment_name: string }>(
       await this.db.execute(sql`
-        with busy_accounts as (${inFlight(busy.accounts)}), busy_webhooks as (${inFlight(busy.webhooks)}),
+        with busy_accounts as (${inFlightRows(busy.accounts)}), busy_webhooks as (${inFlightRows(busy.webhooks)}),
         due as (
           select d.id, d.account_id, d.environment_name, d.next_attempt_at,
             row_number() over (partition by d.account_id, d.environment_name order by d.next_attempt_at, d.id)
@@ -294,13 +295,6 @@ function notBusy(busy: Busy) {
     ],
     sql` `,
   );
-}
-
-/** Attempts in flight by key (an account id, or a webhookKey), as rows (key, n) for a query. */
-function inFlight(counts: ReadonlyMap<string, number>) {
-  if (counts.size === 0) return sql`select null::text as key, 0 as n where false`;
-  const rows = [...counts].map(([key, n]) => sql`(${key}::text, ${n}::int)`);
-  return sql`select * from (values ${sql.join(rows, sql`, `)}) as v(key, n)`;
 }
 
 /** Up to `limit` candidates, in order, none taking its account or webhook past its share. */
