@@ -441,3 +441,18 @@ test('fair shares: with every slot held by flooding accounts, the next free slot
     .filter((a) => Date.parse(a.at) < started).length;
   assert.ok(before <= 16, `${before} flood attempts started before the victim's`);
 });
+
+test('the worker deletes deliveries past their retention, and only those', async (t) => {
+  const r = await receiver(t, () => 200);
+  const f = await fixture(t, [r.allow]);
+  await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
+  const old = await f.queueTest();
+  const recent = await f.queueTest();
+  await f.database.db.execute(
+    sql`update webhook_deliveries set status = 'DELIVERED', finished_at = now() - interval '2 hours' where id = ${old}`,
+  );
+  await f.database.db.execute(sql`update webhook_deliveries set status = 'DELIVERED', finished_at = now() where id = ${recent}`);
+  await f.worker({ retentionMs: 3_600_000 });
+  await until('the old delivery to be pruned', async () => (await f.repo.findDelivery(old)) === null);
+  assert.equal((await f.repo.findDelivery(recent))?.status, 'DELIVERED');
+});
