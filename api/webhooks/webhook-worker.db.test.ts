@@ -423,7 +423,7 @@ test('fair shares: with every slot held by flooding accounts, the next free slot
   const victim = await newCaller(accounts, 'victim', 'pro');
   for (const c of [f.caller, second]) await f.repo.set(c.account.id, 'main', slow.url, false, new Date());
   await f.repo.set(victim.account.id, 'main', healthy.url, false, new Date());
-  await f.worker({ timeoutMs: 300, maxParallel: 4, perAccount: 2, perWebhook: 2, retryDelaysMs: Array<number>(20).fill(10) });
+  await f.worker({ timeoutMs: 300, maxParallel: 4, perAccount: 2, perWebhook: 2, reserved: 0, retryDelaysMs: Array<number>(20).fill(10) });
   await burst(f, f.caller.account.id, 200);
   await burst(f, second.account.id, 200);
   await until('the flooders to hold every slot', () => slow.requests.length >= 4);
@@ -455,4 +455,24 @@ test('the worker deletes deliveries past their retention, and only those', async
   await f.worker({ retentionMs: 3_600_000 });
   await until('the old delivery to be pruned', async () => (await f.repo.findDelivery(old)) === null);
   assert.equal((await f.repo.findDelivery(recent))?.status, 'DELIVERED');
+});
+
+test('fair shares: several accounts flooding at once leave the reserved slots to an account with nothing in flight', async (t) => {
+  const blackHole = await receiver(t, () => null);
+  const healthy = await receiver(t, () => 200);
+  const f = await fixture(t, [blackHole.allow, healthy.allow]);
+  const accounts = new AccountsRepo(f.database.db);
+  const flooders = [f.caller, ...(await Promise.all([1, 2, 3].map((i) => newCaller(accounts, `flooder-${i}`, 'pro'))))];
+  const victim = await newCaller(accounts, 'victim', 'pro');
+  for (const c of flooders) {
+    await f.repo.set(c.account.id, 'main', blackHole.url, false, new Date());
+    await burst(f, c.account.id, 50);
+  }
+  await f.repo.set(victim.account.id, 'main', healthy.url, false, new Date());
+  // 8 slots, 2 per webhook, 2 kept for newcomers: without the reserve the four flooders would hold all 8.
+  await f.worker({ timeoutMs: 120_000, maxParallel: 8, perAccount: 4, perWebhook: 2 });
+  await until('the flooders to hold their slots', () => blackHole.requests.length >= 6);
+  const d = await f.settled(await f.queueTest(victim.account.id));
+  assert.equal(d.status, 'DELIVERED');
+  assert.equal(blackHole.connections(), 6);
 });

@@ -56,6 +56,8 @@ export interface WebhookWorkerOptions {
   perAccount?: number;
   /** Attempts in flight at once for one webhook (account and environment); default 2. */
   perWebhook?: number;
+  /** Slots kept free for accounts with no attempt in flight; default a quarter of `maxParallel`. */
+  reserved?: number;
   /** FFOP_WEBHOOK_RETENTION_SECONDS: delivered and failed deliveries are deleted this long after they ended; default 30 days. */
   retentionMs?: number;
   /** Time between two prunes; default 10 minutes. */
@@ -124,7 +126,7 @@ export class WebhookWorker {
     const free = this.maxParallel - this.inFlight.size;
     if (free > 0) {
       const claimMs = this.timeoutMs + (this.o.claimMarginMs ?? 30_000);
-      for (const d of await this.repo.claimDue(free, claimMs, this.busy())) {
+      for (const d of await this.repo.claimDue(free, claimMs, this.busy(free))) {
         if (this.stopped) {
           await this.repo.release(d);
           continue;
@@ -146,12 +148,15 @@ export class WebhookWorker {
     await this.wakeForNextDue();
   }
 
-  private busy(): Busy {
+  /** The shares, with `free` slots left: once only the reserved ones are, an account already sending is full. */
+  private busy(free: number): Busy {
+    const reserved = this.o.reserved ?? Math.floor(this.maxParallel / 4);
     return {
       accounts: this.busyAccounts,
       webhooks: this.busyWebhooks,
-      perAccount: this.o.perAccount ?? 4,
+      perAccount: free <= reserved ? 1 : (this.o.perAccount ?? 4),
       perWebhook: this.o.perWebhook ?? 2,
+      reserved,
     };
   }
 
@@ -169,7 +174,8 @@ export class WebhookWorker {
   /** Sleeps until the next delivery is due, or the poll interval, whichever comes first. */
   private async wakeForNextDue(): Promise<void> {
     // A delivery whose account or webhook has its share in flight waits for a slot: the end of an attempt kicks.
-    const dueInMs = this.inFlight.size >= this.maxParallel ? null : await this.repo.msUntilNextDue(this.busy());
+    const dueInMs =
+      this.inFlight.size >= this.maxParallel ? null : await this.repo.msUntilNextDue(this.busy(this.maxParallel - this.inFlight.size));
     if (this.stopped) return;
     // Not below 20 ms: a due row that another sender holds locked right now must not make this spin.
     const delay = dueInMs === null ? this.pollMs : Math.min(this.pollMs, Math.max(20, dueInMs));

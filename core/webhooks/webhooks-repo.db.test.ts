@@ -74,6 +74,7 @@ test('attempts in flight count as turns taken: a freed slot goes to the least se
     ]),
     perAccount: 4,
     perWebhook: 2,
+    reserved: 0,
   };
   assert.deepEqual(owners(await repo.claimDue(1, 60_000, busy)), [victim]);
   assert.deepEqual(owners(await repo.claimDue(1, 60_000, busy)), [flood]);
@@ -109,6 +110,7 @@ test('an account or webhook whose share is in flight is passed over, and its row
     ]),
     perAccount: 4,
     perWebhook: 2,
+    reserved: 0,
   };
   const claimed = await repo.claimDue(10, 60_000, busy);
   // Only `other`'s test webhook may send, two at once; its account has 3 slots left.

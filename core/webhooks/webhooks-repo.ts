@@ -278,9 +278,14 @@ export interface Busy {
   webhooks: ReadonlyMap<string, number>;
   perAccount: number;
   perWebhook: number;
+  /**
+   * Free slots kept for accounts with nothing in flight: an account already sending takes a slot only
+   * while more than this many are free, so several accounts flooding at once still leave room for the next.
+   */
+  reserved: number;
 }
 
-const NOT_BUSY: Busy = { accounts: new Map(), webhooks: new Map(), perAccount: Infinity, perWebhook: Infinity };
+const NOT_BUSY: Busy = { accounts: new Map(), webhooks: new Map(), perAccount: Infinity, perWebhook: Infinity, reserved: 0 };
 
 export const webhookKey = (accountId: string, environment: string) => `${accountId}/${environment}`;
 
@@ -297,7 +302,10 @@ function notBusy(busy: Busy) {
   );
 }
 
-/** Up to `limit` candidates, in order, none taking its account or webhook past its share. */
+/**
+ * Up to `limit` (the sender's free slots) candidates, in order, none taking its account or webhook
+ * past its share, and none of an account already sending taking one of the `reserved` last slots.
+ */
 export function takeTurns(candidates: { id: string; account_id: string; environment_name: string }[], limit: number, busy: Busy): string[] {
   const accounts = new Map(busy.accounts);
   const hooks = new Map(busy.webhooks);
@@ -308,6 +316,7 @@ export function takeTurns(candidates: { id: string; account_id: string; environm
     const a = accounts.get(c.account_id) ?? 0;
     const w = hooks.get(key) ?? 0;
     if (a >= busy.perAccount || w >= busy.perWebhook) continue;
+    if (a > 0 && limit - taken.length <= busy.reserved) continue;
     accounts.set(c.account_id, a + 1);
     hooks.set(key, w + 1);
     taken.push(c.id);

@@ -1,8 +1,8 @@
-// Benchmark: how late a healthy account's webhook delivery arrives while another account floods a
+// Benchmark: how late a healthy account's webhook delivery arrives while other accounts flood a
 // receiver that accepts connections and never answers. The worker runs with its defaults (attempt
 // deadline, attempts in flight) on a real database; the flood is queued straight into the delivery
 // table (as a burst of ended commands would be), then the healthy account's test delivery one second later.
-// Run: npx tsx e2e/bench/webhook-fairness.ts [flood deliveries, default 40]
+// Run: npx tsx e2e/bench/webhook-fairness.ts [flood deliveries per flooding account, default 40] [flooding accounts, default 1]
 // (FFOP_TEST_DATABASE_URL picks the database, as in the tests; default PGlite in memory.)
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +21,7 @@ import { WebhooksRepo } from '../../core/webhooks/webhooks-repo.ts';
 import { WebhookWorker } from '../../api/webhooks/webhook-worker.ts';
 
 const flood = Number(process.argv[2] ?? 40);
+const flooderCount = Number(process.argv[3] ?? 1);
 
 async function listen(onRequest: http.RequestListener): Promise<{ server: http.Server; port: number }> {
   const server = http.createServer(onRequest);
@@ -38,10 +39,11 @@ const healthy = await listen((req, res) => {
 const { url, drop } = await createTestDatabaseUrl();
 const database = await openDatabase(url);
 const accounts = new AccountsRepo(database.db);
-const flooder = await newCaller(accounts, 'flooder', 'pro');
+const flooders = [];
+for (let i = 0; i < flooderCount; i++) flooders.push(await newCaller(accounts, `flooder-${i}`, 'pro'));
 const victim = await newCaller(accounts, 'victim', 'pro');
 const repo = new WebhooksRepo(database.db);
-await repo.set(flooder.account.id, 'main', `http://127.0.0.1:${blackHole.port}/hooks`, false, new Date());
+for (const flooder of flooders) await repo.set(flooder.account.id, 'main', `http://127.0.0.1:${blackHole.port}/hooks`, false, new Date());
 await repo.set(victim.account.id, 'main', `http://127.0.0.1:${healthy.port}/hooks`, false, new Date());
 const allow = [`127.0.0.1:${blackHole.port}`, `127.0.0.1:${healthy.port}`];
 const worker = new WebhookWorker({
@@ -63,7 +65,7 @@ const queue = (accountId: string) =>
   database.db.execute(sql`
     insert into webhook_deliveries (id, account_id, environment_name, event_type, status, next_attempt_at)
     values (gen_random_uuid(), ${accountId}, 'main', 'webhook.test', 'PENDING', now())`);
-for (let i = 0; i < flood; i++) await queue(flooder.account.id);
+for (let i = 0; i < flood; i++) for (const flooder of flooders) await queue(flooder.account.id);
 await database.db.execute(sql`notify ffop_webhook_delivery`);
 await new Promise((r) => setTimeout(r, 1000));
 const queued = performance.now();
@@ -72,10 +74,10 @@ await database.db.execute(sql`notify ffop_webhook_delivery`);
 while (healthyArrived === null) await new Promise((r) => setTimeout(r, 10));
 const delayMs = healthyArrived - queued;
 const attempted = await database.db.execute(
-  sql`select count(*)::int as n from webhook_deliveries where account_id = ${flooder.account.id} and (jsonb_array_length(attempts) > 0 or next_attempt_at > now())`,
+  sql`select count(*)::int as n from webhook_deliveries where account_id <> ${victim.account.id} and (jsonb_array_length(attempts) > 0 or next_attempt_at > now())`,
 );
 console.log(
-  `flood of ${flood} deliveries to a black hole: the healthy account's delivery arrived ${(delayMs / 1000).toFixed(2)} s after it was queued ` +
+  `${flooderCount} account(s) flooding a black hole with ${flood} deliveries each: the healthy account's delivery arrived ${(delayMs / 1000).toFixed(2)} s after it was queued ` +
     `(flood deliveries claimed or tried by then: ${rowsOf<{ n: number }>(attempted)[0].n})`,
 );
 await worker.stop();
