@@ -31,7 +31,7 @@ embedded service runs (PGlite allows one process), the command goes through its 
 export async function runCli(
   argv: string[],
   out: (line: string) => void,
-  opts: { database?: Database; allowAddresses?: string[] } = {},
+  opts: { database?: Database; webhookAllowAddresses?: string[] } = {},
 ): Promise<number> {
   let parsed;
   try {
@@ -125,7 +125,7 @@ export async function runCli(
             url: values.url,
             rotateSecret: values['rotate-secret'] ?? false,
             limit: values.limit,
-            allowAddresses: opts.allowAddresses ?? loadConfig().allowAddresses,
+            allowAddresses: opts.webhookAllowAddresses ?? loadConfig().webhookAllowAddresses,
           },
           out,
         );

@@ -38,8 +38,10 @@ export interface ClusterApiOptions {
   /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
   trustedProxies?: string[];
   uploadTtlSeconds: number;
-  /** FFOP_ALLOW_ADDRESSES: exceptions to the SSRF guard of webhook URLs (none when absent). */
-  allowAddresses?: string[];
+  /** FFOP_WEBHOOK_ALLOW_ADDRESSES: exceptions to the SSRF guard of webhook URLs (none when absent). */
+  webhookAllowAddresses?: string[];
+  /** FFOP_WEBHOOK_RETENTION_SECONDS, in ms; the worker's default when absent. */
+  webhookRetentionMs?: number;
   /** What runner results may report: the limits the operator gives runners (shared settings); defaults when absent. */
   reportLimits?: Partial<ReportLimits>;
   /** Serves /metrics on a port of its own (FFOP_METRICS_*), apart from the public API port; none when absent. */
@@ -67,7 +69,7 @@ export async function startClusterApi(
   // The operator writes command states in its own process: the database's notifications reach here.
   const polls = await watchedPollCache(o.database, commands);
   const stopKeyWatch = await watchKeyChanges(o.database);
-  const allowAddresses = o.allowAddresses ?? [];
+  const allowAddresses = o.webhookAllowAddresses ?? [];
   const files = new FilesRepo(o.database.db);
   // HTTP latency, webhook deliveries and the process; the state gauges are the operator's.
   const metrics = createMetrics();
@@ -79,6 +81,7 @@ export async function startClusterApi(
     storage: o.storage,
     logger: o.logger,
     allowAddresses,
+    retentionMs: o.webhookRetentionMs,
     onAttempt: (outcome) => metrics.webhookAttempt(outcome),
   });
   const app = createApp({

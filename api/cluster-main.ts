@@ -29,7 +29,8 @@ const api = await startClusterApi({
   port: config.port,
   uploadTtlSeconds: uploadUrlTtlSeconds(config),
   reportLimits: config,
-  allowAddresses: config.allowAddresses,
+  webhookAllowAddresses: config.webhookAllowAddresses,
+  webhookRetentionMs: config.webhookRetentionSeconds * 1000,
   metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
 });
 logger.info({ url: api.url }, 'ffmpeg-operator API started (cluster mode)');

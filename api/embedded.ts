@@ -140,7 +140,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       trustedProxies: config.trustedProxies,
       metrics,
       metricsEndpoint: { token: config.metricsToken },
-      webhooks: { webhooks: new WebhooksRepo(database.db), addressPolicy: createAddressPolicy(config.allowAddresses) },
+      webhooks: { webhooks: new WebhooksRepo(database.db), addressPolicy: createAddressPolicy(config.webhookAllowAddresses) },
       health: database.health,
     });
     handler = (req, env) => app.fetch(req, env);
@@ -152,11 +152,12 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       files,
       storage,
       logger,
-      allowAddresses: config.allowAddresses,
+      allowAddresses: config.webhookAllowAddresses,
+      retentionMs: config.webhookRetentionSeconds * 1000,
       onAttempt: (outcome) => metrics.webhookAttempt(outcome),
     });
     const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, (argv, out, o) =>
-      runCli(argv, out, { ...o, allowAddresses: config.allowAddresses }),
+      runCli(argv, out, { ...o, webhookAllowAddresses: config.webhookAllowAddresses }),
     );
     logger.info(
       { url, database: database.driver, storage: config.storage, data_dir: config.dataDir },

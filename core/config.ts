@@ -17,7 +17,12 @@ export interface Config {
   s3: { endpoint: string; region: string; bucket: string; accessKey: string; secretKey: string } | null;
   workDir: string;
   signingKey: string | null;
+  /** FFOP_ALLOW_ADDRESSES: SSRF exceptions for input downloads. */
   allowAddresses: string[];
+  /** FFOP_WEBHOOK_ALLOW_ADDRESSES: SSRF exceptions for webhook URLs; webhooks do not inherit the downloads' list. */
+  webhookAllowAddresses: string[];
+  /** FFOP_WEBHOOK_RETENTION_SECONDS: delivered and failed webhook deliveries are deleted this long after they ended. */
+  webhookRetentionSeconds: number;
   /** Reverse proxies (exact addresses) whose X-Forwarded-For names the client, for the failed-key limit. */
   trustedProxies: string[];
   downloadMaxBytes: number;
@@ -68,6 +73,14 @@ function flag(env: Env, name: string): boolean {
   throw new Error(`${name} must be 1 or 0, got "${env[name]}"`);
 }
 
+/** A comma-separated list, empty entries dropped. */
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 function required(env: Env, name: string): string {
   const value = env[name];
   if (!value) throw new Error(`${name} must be set`);
@@ -105,10 +118,9 @@ export function loadConfig(env: Env = process.env): Config {
       : null,
     workDir: env.FFOP_WORK_DIR ?? join(dataDir, 'work'),
     signingKey: env.FFOP_SIGNING_KEY ?? null,
-    allowAddresses: (env.FFOP_ALLOW_ADDRESSES ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+    allowAddresses: list(env.FFOP_ALLOW_ADDRESSES),
+    webhookAllowAddresses: list(env.FFOP_WEBHOOK_ALLOW_ADDRESSES),
+    webhookRetentionSeconds: num(env, 'FFOP_WEBHOOK_RETENTION_SECONDS', 30 * 86400),
     trustedProxies: (env.FFOP_TRUSTED_PROXIES ?? '')
       .split(',')
       .map((s) => s.trim())

@@ -137,7 +137,10 @@ export interface ServiceFixture {
 }
 
 export interface ServiceOptions {
+  /** FFOP_ALLOW_ADDRESSES (input downloads). */
   allow?: string[];
+  /** FFOP_WEBHOOK_ALLOW_ADDRESSES (webhook URLs). */
+  webhookAllow?: string[];
   env?: Record<string, string>;
   /** Receives the service's JSON log lines (at FFOP_LOG_LEVEL, or 'info' when given). */
   logLines?: string[];
@@ -153,6 +156,7 @@ export async function startService(opts: ServiceOptions = {}): Promise<ServiceFi
     FFOP_DATA_DIR: dataDir,
     FFOP_DATABASE_URL: databaseUrl,
     FFOP_ALLOW_ADDRESSES: (opts.allow ?? []).join(','),
+    FFOP_WEBHOOK_ALLOW_ADDRESSES: (opts.webhookAllow ?? []).join(','),
     FFOP_LOG_LEVEL: opts.logLines ? 'info' : (process.env.FFOP_TEST_LOG_LEVEL ?? 'silent'),
     ...opts.env,
   };

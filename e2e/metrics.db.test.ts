@@ -45,7 +45,7 @@ describe('metrics, embedded mode', () => {
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     const port = (receiver.address() as AddressInfo).port;
     receiverUrl = `http://127.0.0.1:${port}/hook`;
-    svc = await startService({ allow: [media.allowEntry, `127.0.0.1:${port}`] });
+    svc = await startService({ allow: [media.allowEntry], webhookAllow: [`127.0.0.1:${port}`] });
   });
   after(async () => {
     await svc?.close();

@@ -56,7 +56,7 @@ describe('webhooks', () => {
   before(async () => {
     media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4', 1));
     receiver = await startReceiver();
-    svc = await startService({ allow: [media.allowEntry, receiver.allowEntry] });
+    svc = await startService({ allow: [media.allowEntry], webhookAllow: [receiver.allowEntry] });
   });
   after(async () => {
     await svc?.close();
@@ -168,6 +168,21 @@ describe('webhooks', () => {
       assert.equal(res.status, 422, query);
       assert.equal(res.body.detail[0].loc[0], 'query');
     }
+  });
+
+  test('attack: test deliveries are limited per account: the 11th in a minute is a 429 with Retry-After; another account is not held up', async () => {
+    const flooder = svc.client(await svc.newAccount('pro'));
+    await setWebhook(flooder, '/flood');
+    const answers = await Promise.all(Array.from({ length: 40 }, () => flooder.post('/v1/webhook/test', undefined)));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [...Array<number>(10).fill(202), ...Array<number>(30).fill(429)]);
+    const refused = answers.find((a) => a.status === 429)!;
+    const wait = Number(refused.headers.get('retry-after'));
+    assert.ok(Number.isInteger(wait) && wait >= 1 && wait <= 60, `Retry-After: ${wait}`);
+    assert.match(refused.body.detail, /^Too many test deliveries: at most 10 test deliveries a minute per account; retry after \d+ s$/);
+    assert.equal((await flooder.get('/v1/webhook/deliveries')).body.length, 10);
+    const other = svc.client(await svc.newAccount('pro'));
+    await setWebhook(other, '/other');
+    assert.equal((await other.post('/v1/webhook/test', undefined)).status, 202);
   });
 
   test('bad webhook URLs are refused with 422 at body.url; nothing is set', async () => {

@@ -83,14 +83,19 @@ export function webhookRoutes(d: WebhookRoutesDeps): Hono<AppEnv> {
       summary: 'Send a test delivery',
       description:
         'Queues a delivery of {"data": {"message": "test delivery from ffmpeg-operator", "environment_name": ...}, ' +
-        '"timestamp": <unix ms>}; follow it in GET /v1/webhook/deliveries.',
+        '"timestamp": <unix ms>}; follow it in GET /v1/webhook/deliveries. At most 10 test deliveries a minute per ' +
+        'account, and at most 20 still PENDING; past that, 429 with Retry-After.',
       tags: ['webhooks'],
       responses: { 202: responses.json(testDeliverySchema, 'Queued'), ...notSet, ...commonResponses },
     }),
     async (c) => {
       const caller = c.get('caller');
-      const id = await d.webhooks.addTestDelivery(caller.account.id, caller.environment);
-      return id ? c.json({ delivery_id: id }, 202) : noWebhook(c);
+      const queued = await d.webhooks.addTestDelivery(caller.account.id, caller.environment);
+      if (queued === null) return noWebhook(c);
+      if ('id' in queued) return c.json({ delivery_id: queued.id }, 202);
+      return c.json({ detail: `Too many test deliveries: ${queued.reason}; retry after ${queued.retryAfterSeconds} s` }, 429, {
+        'retry-after': String(queued.retryAfterSeconds),
+      });
     },
   );
 

@@ -52,9 +52,11 @@ export async function runWebhookCli(db: Db, i: WebhookCliInput, out: (line: stri
       out(`removed the webhook of ${where}`);
       return 0;
     case 'test': {
-      const id = await repo.addTestDelivery(i.account.id, i.environment);
-      if (!id) throw none();
-      out(`queued test delivery ${id}`);
+      const queued = await repo.addTestDelivery(i.account.id, i.environment);
+      if (!queued) throw none();
+      if (!('id' in queued))
+        throw new WebhookUsageError(`too many test deliveries: ${queued.reason}; retry after ${queued.retryAfterSeconds} s`);
+      out(`queued test delivery ${queued.id}`);
       return 0;
     }
     case 'deliveries': {

@@ -13,6 +13,7 @@ import { AccountsRepo, type Caller } from '../../core/accounts/accounts-repo.ts'
 import { newCaller } from '../../core/accounts/testing/new-caller.ts';
 import { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
+import { rowsOf } from '../../core/db/migrate.ts';
 import { createTestDatabaseUrl, testDatabaseKind } from '../../core/db/testing/test-database.ts';
 import { FilesRepo } from '../../core/files/files-repo.ts';
 import { createStorage } from '../../core/storage/create-storage.ts';
@@ -41,6 +42,8 @@ interface Fixture {
   storage: Storage;
   caller: Caller;
   outcomes: AttemptOutcome[];
+  /** Queues a test delivery to the account's webhook (acme's by default), past the per-account limits. */
+  queueTest(accountId?: string, environment?: string): Promise<string>;
   /** A worker on this database (or `database`), stopped when the test ends. */
   worker(o?: Partial<WebhookWorkerOptions>): Promise<WebhookWorker>;
   /** Waits until the delivery is no longer PENDING (or `until` holds), failing after 20 s. */
@@ -83,6 +86,11 @@ async function fixture(t: TestContext, allow: string[]): Promise<Fixture> {
     storage,
     caller,
     outcomes,
+    async queueTest(accountId = caller.account.id, environment = 'main') {
+      const queued = await repo.addTestDelivery(accountId, environment, UNLIMITED);
+      assert.ok(queued && 'id' in queued, `no test delivery queued: ${JSON.stringify(queued)}`);
+      return queued.id;
+    },
     async worker(o = {}) {
       const worker = new WebhookWorker({
         database,
@@ -118,6 +126,8 @@ async function fixture(t: TestContext, allow: string[]): Promise<Fixture> {
   };
 }
 
+const UNLIMITED = { perMinute: Infinity, pending: Infinity };
+
 const verify = (secret: string, r: ReceivedRequest) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>);
 
 test('a test delivery is signed, sent once, and logged DELIVERED with its attempt', async (t) => {
@@ -125,7 +135,7 @@ test('a test delivery is signed, sent once, and logged DELIVERED with its attemp
   const f = await fixture(t, [r.allow]);
   const { newSecret } = await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
   await f.worker();
-  const id = (await f.repo.addTestDelivery(f.caller.account.id, 'main'))!;
+  const id = await f.queueTest();
   const d = await f.settled(id);
   assert.equal(d.status, 'DELIVERED');
   assert.equal(r.received.length, 1);
@@ -171,7 +181,7 @@ test('a 500 is retried after the schedule with the same id and bytes, then deliv
   const f = await fixture(t, [r.allow]);
   const { newSecret } = await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
   await f.worker();
-  const d = await f.settled((await f.repo.addTestDelivery(f.caller.account.id, 'main'))!);
+  const d = await f.settled(await f.queueTest());
   assert.equal(d.status, 'DELIVERED');
   assert.deepEqual(
     d.attempts.map((a) => [a.statusCode, a.error === null ? null : /HTTP 500/.test(a.error)]),
@@ -192,7 +202,7 @@ test('an attempt that times out is retried', async (t) => {
   const f = await fixture(t, [r.allow]);
   await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
   await f.worker({ timeoutMs: 300 });
-  const d = await f.settled((await f.repo.addTestDelivery(f.caller.account.id, 'main'))!);
+  const d = await f.settled(await f.queueTest());
   assert.equal(d.status, 'DELIVERED');
   assert.equal(d.attempts.length, 2);
   assert.equal(d.attempts[0].statusCode, null);
@@ -205,7 +215,7 @@ test('past the end of the schedule the delivery gives up: FAILED, every attempt 
   const f = await fixture(t, [r.allow]);
   await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
   await f.worker({ retryDelaysMs: [20, 40] });
-  const d = await f.settled((await f.repo.addTestDelivery(f.caller.account.id, 'main'))!);
+  const d = await f.settled(await f.queueTest());
   assert.equal(d.status, 'FAILED');
   assert.deepEqual(
     d.attempts.map((a) => a.statusCode),
@@ -222,7 +232,7 @@ test('restart: a worker stopped mid-send gives the delivery back and a new worke
   const f = await fixture(t, [r.allow]);
   await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
   const first = await f.worker();
-  const id = (await f.repo.addTestDelivery(f.caller.account.id, 'main'))!;
+  const id = await f.queueTest();
   while (r.received.length === 0) await new Promise((res) => setTimeout(res, 10));
   await first.stop();
   assert.equal((await f.repo.findDelivery(id))?.status, 'PENDING');
@@ -238,7 +248,7 @@ test('restart: a delivery claimed by a process that died is sent once its claim 
   const r = await receiver(t, () => 200);
   const f = await fixture(t, [r.allow]);
   await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
-  const id = (await f.repo.addTestDelivery(f.caller.account.id, 'main'))!;
+  const id = await f.queueTest();
   // The dead process: it claimed the delivery (for 300 ms) and never came back.
   const [claimed] = await f.repo.claimDue(10, 300);
   assert.equal(claimed.id, id);
@@ -253,7 +263,7 @@ test('two workers never send the same attempt twice (SKIP LOCKED claims)', async
   const f = await fixture(t, [r.allow]);
   await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
   const ids: string[] = [];
-  for (let i = 0; i < 40; i++) ids.push((await f.repo.addTestDelivery(f.caller.account.id, 'main'))!);
+  for (let i = 0; i < 40; i++) ids.push(await f.queueTest());
   // On PostgreSQL the second worker has connections of its own, as another API replica would.
   let second = f.database;
   if (testDatabaseKind() === 'postgres') {
@@ -274,7 +284,7 @@ test('deleting the webhook ends its pending deliveries FAILED with "webhook remo
   const f = await fixture(t, [failing.allow, good.allow]);
   await f.repo.set(f.caller.account.id, 'main', failing.url, false, new Date());
   await f.worker({ retryDelaysMs: [60_000] });
-  const first = (await f.repo.addTestDelivery(f.caller.account.id, 'main'))!;
+  const first = await f.queueTest();
   await f.settled(first, (d) => d.attempts.length === 1);
   assert.equal(await f.repo.delete(f.caller.account.id, 'main', new Date()), true);
   const removed = await f.repo.findDelivery(first);
@@ -302,7 +312,7 @@ test('a retry goes to the URL set since the last attempt', async (t) => {
   const f = await fixture(t, [failing.allow, good.allow]);
   await f.repo.set(f.caller.account.id, 'main', failing.url, false, new Date());
   await f.worker({ retryDelaysMs: Array<number>(50).fill(50) });
-  const id = (await f.repo.addTestDelivery(f.caller.account.id, 'main'))!;
+  const id = await f.queueTest();
   await f.settled(id, (d) => d.attempts.length >= 1);
   await f.repo.set(f.caller.account.id, 'main', good.url, false, new Date());
   const d = await f.settled(id);
@@ -331,7 +341,7 @@ test('attack: a URL whose name resolves to loopback is not contacted; the attemp
   const f = await fixture(t, []); // nothing allowed
   await f.repo.set(f.caller.account.id, 'main', `http://localhost:${r.port}/hooks`, false, new Date());
   await f.worker({ retryDelaysMs: [] });
-  const d = await f.settled((await f.repo.addTestDelivery(f.caller.account.id, 'main'))!);
+  const d = await f.settled(await f.queueTest());
   assert.equal(d.status, 'FAILED');
   assert.equal(d.attempts[0].statusCode, null);
   assert.match(d.attempts[0].error ?? '', /refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public address/);
@@ -359,4 +369,110 @@ test('a command ending on an account without a webhook wakes no sender; one with
   for (let i = 0; i < 50 && wakeUps.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
   await stop();
   assert.equal(wakeUps.length, 1);
+});
+
+/** Queues `count` deliveries to the account's main webhook at once, as a burst of ended commands would. */
+async function burst(f: Fixture, accountId: string, count: number): Promise<void> {
+  await f.database.db.execute(sql`
+    insert into webhook_deliveries (id, account_id, environment_name, event_type, status, next_attempt_at)
+    select gen_random_uuid(), ${accountId}, 'main', 'webhook.test', 'PENDING', now() from generate_series(1, ${count})`);
+  await f.database.db.execute(sql`notify ffop_webhook_delivery`);
+}
+
+/** The account's deliveries never attempted (no attempt recorded). */
+async function untried(f: Fixture, accountId: string): Promise<number> {
+  const result = await f.database.db.execute(
+    sql`select count(*)::int as n from webhook_deliveries where account_id = ${accountId} and jsonb_array_length(attempts) = 0`,
+  );
+  return rowsOf<{ n: number }>(result)[0].n;
+}
+
+async function until(what: string, holds: () => boolean | Promise<boolean>): Promise<void> {
+  for (const deadline = Date.now() + 20_000; !(await holds()); await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > deadline) assert.fail(`still waiting for ${what}`);
+  }
+}
+
+test('fair shares: hundreds of deliveries to a receiver that never answers hold only their webhook share; another account is served at once', async (t) => {
+  const blackHole = await receiver(t, () => null); // accepts, reads the request, never answers
+  const healthy = await receiver(t, () => 200);
+  const f = await fixture(t, [blackHole.allow, healthy.allow]);
+  const victim = await newCaller(new AccountsRepo(f.database.db), 'victim', 'pro');
+  await f.repo.set(f.caller.account.id, 'main', blackHole.url, false, new Date());
+  await f.repo.set(victim.account.id, 'main', healthy.url, false, new Date());
+  // The service's shares (16 in flight, 4 per account, 2 per webhook); a deadline longer than this test.
+  await f.worker({ timeoutMs: 120_000, maxParallel: undefined, perAccount: undefined, perWebhook: undefined });
+  await burst(f, f.caller.account.id, 300);
+  await until('the flood to hold its share', () => blackHole.requests.length >= 2);
+  const id = await f.queueTest(victim.account.id);
+  const d = await f.settled(id);
+  assert.equal(d.status, 'DELIVERED');
+  // Claimed while the flood had barely started: its webhook holds 2 attempts, the rest wait their turn.
+  assert.equal(blackHole.connections(), 2, 'the flooding webhook holds its share of attempts, no more');
+  assert.equal(await untried(f, f.caller.account.id), 300);
+  assert.equal(healthy.received.length, 1);
+});
+
+test('fair shares: with every slot held by flooding accounts, the next free slot goes to the account waiting, before older flood rows', async (t) => {
+  // Each flood attempt fails after 300 ms; its retry and the rest of the flood are due long before the victim's delivery.
+  const slow = await receiver(t, () => null);
+  const healthy = await receiver(t, () => 200);
+  const f = await fixture(t, [slow.allow, healthy.allow]);
+  const accounts = new AccountsRepo(f.database.db);
+  const second = await newCaller(accounts, 'second-flooder', 'pro');
+  const victim = await newCaller(accounts, 'victim', 'pro');
+  for (const c of [f.caller, second]) await f.repo.set(c.account.id, 'main', slow.url, false, new Date());
+  await f.repo.set(victim.account.id, 'main', healthy.url, false, new Date());
+  await f.worker({ timeoutMs: 300, maxParallel: 4, perAccount: 2, perWebhook: 2, reserved: 0, retryDelaysMs: Array<number>(20).fill(10) });
+  await burst(f, f.caller.account.id, 200);
+  await burst(f, second.account.id, 200);
+  await until('the flooders to hold every slot', () => slow.requests.length >= 4);
+  const id = await f.queueTest(victim.account.id);
+  const d = await f.settled(id);
+  assert.equal(d.status, 'DELIVERED');
+  // In global due order the victim's delivery would start after all 400 (and their retries); fairly, it
+  // takes the first slot freed after the first wave, or one freed at the same moment.
+  const started = Date.parse(d.attempts[0].at);
+  const result = await f.database.db.execute(
+    sql`select attempts from webhook_deliveries where account_id in (${f.caller.account.id}, ${second.account.id})`,
+  );
+  const before = rowsOf<{ attempts: { at: string }[] }>(result)
+    .flatMap((r) => r.attempts)
+    .filter((a) => Date.parse(a.at) < started).length;
+  assert.ok(before <= 16, `${before} flood attempts started before the victim's`);
+});
+
+test('the worker deletes deliveries past their retention, and only those', async (t) => {
+  const r = await receiver(t, () => 200);
+  const f = await fixture(t, [r.allow]);
+  await f.repo.set(f.caller.account.id, 'main', r.url, false, new Date());
+  const old = await f.queueTest();
+  const recent = await f.queueTest();
+  await f.database.db.execute(
+    sql`update webhook_deliveries set status = 'DELIVERED', finished_at = now() - interval '2 hours' where id = ${old}`,
+  );
+  await f.database.db.execute(sql`update webhook_deliveries set status = 'DELIVERED', finished_at = now() where id = ${recent}`);
+  await f.worker({ retentionMs: 3_600_000 });
+  await until('the old delivery to be pruned', async () => (await f.repo.findDelivery(old)) === null);
+  assert.equal((await f.repo.findDelivery(recent))?.status, 'DELIVERED');
+});
+
+test('fair shares: several accounts flooding at once leave the reserved slots to an account with nothing in flight', async (t) => {
+  const blackHole = await receiver(t, () => null);
+  const healthy = await receiver(t, () => 200);
+  const f = await fixture(t, [blackHole.allow, healthy.allow]);
+  const accounts = new AccountsRepo(f.database.db);
+  const flooders = [f.caller, ...(await Promise.all([1, 2, 3].map((i) => newCaller(accounts, `flooder-${i}`, 'pro'))))];
+  const victim = await newCaller(accounts, 'victim', 'pro');
+  for (const c of flooders) {
+    await f.repo.set(c.account.id, 'main', blackHole.url, false, new Date());
+    await burst(f, c.account.id, 50);
+  }
+  await f.repo.set(victim.account.id, 'main', healthy.url, false, new Date());
+  // 8 slots, 2 per webhook, 2 kept for newcomers: without the reserve the four flooders would hold all 8.
+  await f.worker({ timeoutMs: 120_000, maxParallel: 8, perAccount: 4, perWebhook: 2 });
+  await until('the flooders to hold their slots', () => blackHole.requests.length >= 6);
+  const d = await f.settled(await f.queueTest(victim.account.id));
+  assert.equal(d.status, 'DELIVERED');
+  assert.equal(blackHole.connections(), 6);
 });

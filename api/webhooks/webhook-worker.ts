@@ -3,6 +3,9 @@
 // body at the first attempt, signs and POSTs it, and records the attempt: DELIVERED on a 2xx, else
 // a retry after the schedule's next delay, or FAILED past its end. It wakes on the database's
 // notification of a new delivery, when the next retry is due, and every few seconds as a safety net.
+// Fair shares: each account, and each webhook, may hold only a few of the attempts in flight, and
+// claims take turns across accounts, so a receiver that never answers delays only its own account.
+// Finished deliveries are deleted once their retention has passed.
 import { SerialPasses } from '../../core/background/serial-passes.ts';
 import type { Logger } from 'pino';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
@@ -14,7 +17,14 @@ import type { Storage } from '../../core/storage/storage.ts';
 import { postWebhook, type PostOutcome } from '../../core/webhooks/post-webhook.ts';
 import { DEFAULT_RETRY_DELAYS_MS, nextRetryDelayMs } from '../../core/webhooks/retry-schedule.ts';
 import { signedHeaders } from '../../core/webhooks/signature.ts';
-import { WEBHOOK_REMOVED, WebhooksRepo, type AttemptResult, type ClaimedDelivery } from '../../core/webhooks/webhooks-repo.ts';
+import {
+  WEBHOOK_REMOVED,
+  WebhooksRepo,
+  webhookKey,
+  type AttemptResult,
+  type Busy,
+  type ClaimedDelivery,
+} from '../../core/webhooks/webhooks-repo.ts';
 import { buildPayload } from './payload.ts';
 
 export const WEBHOOK_DELIVERY_CHANNEL = 'ffop_webhook_delivery';
@@ -28,18 +38,30 @@ export interface WebhookWorkerOptions {
   files: FilesRepo;
   storage: Storage;
   logger: Logger;
-  /** FFOP_ALLOW_ADDRESSES: the same exceptions to the SSRF guard as downloads. */
+  /** FFOP_WEBHOOK_ALLOW_ADDRESSES: the exceptions to the SSRF guard for webhook URLs (not the downloads' list). */
   allowAddresses: string[];
   /** Delays between attempts; default DEFAULT_RETRY_DELAYS_MS (about a day in all). */
   retryDelaysMs?: readonly number[];
   /** Deadline of one attempt; default 15 s. */
   timeoutMs?: number;
+  /** Longest wait for the connection, within the attempt's deadline; default 3 s. */
+  connectTimeoutMs?: number;
   /** A claim lasts the attempt's deadline plus this; a sender that died is replaced after it. Default 30 s. */
   claimMarginMs?: number;
   /** Safety-net poll; default 5 s. */
   pollMs?: number;
-  /** Attempts in flight at once; default 8. */
+  /** Attempts in flight at once, all accounts together; default 16. */
   maxParallel?: number;
+  /** Attempts in flight at once for one account; default 4. */
+  perAccount?: number;
+  /** Attempts in flight at once for one webhook (account and environment); default 2. */
+  perWebhook?: number;
+  /** Slots kept free for accounts with no attempt in flight; default a quarter of `maxParallel`. */
+  reserved?: number;
+  /** FFOP_WEBHOOK_RETENTION_SECONDS: delivered and failed deliveries are deleted this long after they ended; default 30 days. */
+  retentionMs?: number;
+  /** Time between two prunes; default 10 minutes. */
+  pruneEveryMs?: number;
   /** Called after every attempt (metrics). */
   onAttempt?: (outcome: AttemptOutcome, durationMs: number) => void;
   clock?: () => Date;
@@ -55,6 +77,10 @@ export class WebhookWorker {
   private readonly pollMs: number;
   private readonly abort = new AbortController();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Attempts in flight per account and per webhook (webhookKey). */
+  private readonly busyAccounts = new Map<string, number>();
+  private readonly busyWebhooks = new Map<string, number>();
+  private lastPrune = 0;
   private readonly passes: SerialPasses;
   private stopped = false;
   private timer: NodeJS.Timeout | null = null;
@@ -66,7 +92,7 @@ export class WebhookWorker {
     this.policy = createAddressPolicy(o.allowAddresses);
     this.clock = o.clock ?? (() => new Date());
     this.timeoutMs = o.timeoutMs ?? 15_000;
-    this.maxParallel = o.maxParallel ?? 8;
+    this.maxParallel = o.maxParallel ?? 16;
     this.pollMs = o.pollMs ?? 5_000;
     this.passes = new SerialPasses(() => this.pass(), o.logger, 'webhook', o.database.health);
   }
@@ -96,14 +122,18 @@ export class WebhookWorker {
   }
 
   private async pass(): Promise<void> {
+    await this.pruneNowAndThen();
     const free = this.maxParallel - this.inFlight.size;
     if (free > 0) {
       const claimMs = this.timeoutMs + (this.o.claimMarginMs ?? 30_000);
-      for (const d of await this.repo.claimDue(free, claimMs)) {
+      for (const d of await this.repo.claimDue(free, claimMs, this.busy(free))) {
         if (this.stopped) {
           await this.repo.release(d);
           continue;
         }
+        const key = webhookKey(d.accountId, d.environmentName);
+        count(this.busyAccounts, d.accountId, +1);
+        count(this.busyWebhooks, key, +1);
         const task = this.deliver(d)
           .catch((err) => {
             // An outage is logged once by the database's health; the claim ends and the delivery is sent again.
@@ -112,6 +142,8 @@ export class WebhookWorker {
           })
           .finally(() => {
             this.inFlight.delete(d.id);
+            count(this.busyAccounts, d.accountId, -1);
+            count(this.busyWebhooks, key, -1);
             this.kick();
           });
         this.inFlight.set(d.id, task);
@@ -120,9 +152,34 @@ export class WebhookWorker {
     await this.wakeForNextDue();
   }
 
+  /** The shares, with `free` slots left: once only the reserved ones are, an account already sending is full. */
+  private busy(free: number): Busy {
+    const reserved = this.o.reserved ?? Math.floor(this.maxParallel / 4);
+    return {
+      accounts: this.busyAccounts,
+      webhooks: this.busyWebhooks,
+      perAccount: free <= reserved ? 1 : (this.o.perAccount ?? 4),
+      perWebhook: this.o.perWebhook ?? 2,
+      reserved,
+    };
+  }
+
+  /** Deletes deliveries past their retention, at most once every `pruneEveryMs`, a batch at a time. */
+  private async pruneNowAndThen(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastPrune < (this.o.pruneEveryMs ?? 600_000)) return;
+    this.lastPrune = now;
+    const retentionMs = this.o.retentionMs ?? 30 * 86_400_000;
+    let pruned = 0;
+    for (let n = -1; n !== 0 && !this.stopped; pruned += n) n = await this.repo.pruneFinished(retentionMs, 1000);
+    if (pruned > 0) this.o.logger.info({ pruned }, 'webhook deliveries past their retention deleted');
+  }
+
   /** Sleeps until the next delivery is due, or the poll interval, whichever comes first. */
   private async wakeForNextDue(): Promise<void> {
-    const dueInMs = this.inFlight.size >= this.maxParallel ? null : await this.repo.msUntilNextDue();
+    // A delivery whose account or webhook has its share in flight waits for a slot: the end of an attempt kicks.
+    const dueInMs =
+      this.inFlight.size >= this.maxParallel ? null : await this.repo.msUntilNextDue(this.busy(this.maxParallel - this.inFlight.size));
     if (this.stopped) return;
     // Not below 20 ms: a due row that another sender holds locked right now must not make this spin.
     const delay = dueInMs === null ? this.pollMs : Math.min(this.pollMs, Math.max(20, dueInMs));
@@ -148,6 +205,7 @@ export class WebhookWorker {
       outcome = await postWebhook(webhook.url, payload, headers, {
         policy: this.policy,
         timeoutMs: this.timeoutMs,
+        connectTimeoutMs: this.o.connectTimeoutMs ?? 3_000,
         signal: this.abort.signal,
       });
     } catch (err) {
@@ -179,6 +237,12 @@ export class WebhookWorker {
       log.warn({ error: reason }, 'webhook delivery ended without an attempt');
     }
   }
+}
+
+function count(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }
 
 /** A worker already listening and looking for due deliveries; `stop()` it with the service. */

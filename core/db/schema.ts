@@ -271,6 +271,10 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_due_idx')
       .on(t.nextAttemptAt)
       .where(sql`${t.status} = 'PENDING'`),
+    // Pruning finds deliveries past their retention without reading the table.
+    index('webhook_deliveries_finished_idx')
+      .on(t.finishedAt)
+      .where(sql`${t.finishedAt} is not null`),
   ],
 );
 

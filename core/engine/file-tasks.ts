@@ -3,6 +3,9 @@
 // - direct uploads: UPLOADED -> (probe) -> STORED;
 // - uploads neither completed nor aborted within the allowed time: aborted, FAILED (UPLOAD_EXPIRED).
 // A restart resumes: files caught mid-download start their download again.
+// Fair shares: one account holds at most PER_ACCOUNT of the MAX_PARALLEL tasks, and a free slot goes
+// to the account with the fewest tasks running (files-repo.ts pendingWork), so an account whose
+// hundreds of store-file downloads trickle from a slow server cannot hold up another's.
 import { SerialPasses } from '../background/serial-passes.ts';
 import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
@@ -22,6 +25,7 @@ import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
 
 const MAX_PARALLEL = 4;
+const PER_ACCOUNT = 2;
 
 export interface FileTasksOptions {
   files: FilesRepo;
@@ -52,6 +56,8 @@ export class FileTasks {
   private cutShortByOutage = false;
   private readonly abort = new AbortController();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Tasks running per account. */
+  private readonly perAccount = new Map<string, number>();
 
   constructor(o: FileTasksOptions) {
     this.options = o;
@@ -87,9 +93,11 @@ export class FileTasks {
     }
     await this.cleanAbandonedUploads();
     // A few files at a time, each on its own: one slow download does not hold up the others.
-    for (const f of await this.options.files.pendingWork()) {
+    if (this.inFlight.size >= MAX_PARALLEL) return;
+    for (const f of await this.options.files.pendingWork(100, this.perAccount, PER_ACCOUNT)) {
       if (this.stopped || this.inFlight.size >= MAX_PARALLEL) return;
-      if (this.inFlight.has(f.id)) continue;
+      if (this.inFlight.has(f.id) || (this.perAccount.get(f.accountId) ?? 0) >= PER_ACCOUNT) continue;
+      this.perAccount.set(f.accountId, (this.perAccount.get(f.accountId) ?? 0) + 1);
       const task = (f.status === FileStatus.UPLOADED ? this.probeUploaded(f) : this.storeFromUrl(f))
         .catch(async (err) => {
           if (this.stopped) return; // shutting down: the next start picks the file up again
@@ -100,6 +108,9 @@ export class FileTasks {
         })
         .finally(() => {
           this.inFlight.delete(f.id);
+          const left = (this.perAccount.get(f.accountId) ?? 1) - 1;
+          if (left > 0) this.perAccount.set(f.accountId, left);
+          else this.perAccount.delete(f.accountId);
           this.kick();
         });
       this.inFlight.set(f.id, task);

@@ -1,7 +1,9 @@
 // Stored files: command outputs, files stored from a URL, direct uploads. Reads a client can trigger
 // are scoped by account, so another account's ids behave exactly like unknown ones.
-import { and, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/database.ts';
+import { inFlightRows } from '../db/in-flight-rows.ts';
+import { rowsOf } from '../db/migrate.ts';
 import { accountStorage, files } from '../db/schema.ts';
 import { FileStatus, StoreType } from './file-status.ts';
 
@@ -77,13 +79,29 @@ export class FilesRepo {
    * completed uploads not yet probed. Open uploads and deleted files are not work, so however many of
    * them there are, they never crowd real work out of the batch.
    */
-  async pendingWork(limit = 100): Promise<FileRow[]> {
-    return this.db
-      .select()
-      .from(files)
-      .where(and(eq(files.isDeleted, false), or(and(eq(files.status, 'QUEUED'), isNull(files.uploadId)), eq(files.status, 'UPLOADED'))))
-      .orderBy(files.createdAt)
-      .limit(limit);
+  /**
+   * Files waiting for a download or a probe, up to `limit`, taking turns across accounts: each
+   * account's oldest first, and the attempts it has in flight (`inFlight`, by account id) count as
+   * turns taken, so one account's hundreds of queued files do not push another's back. Accounts with
+   * `perAccount` files in flight are left out.
+   */
+  async pendingWork(limit = 100, inFlight: ReadonlyMap<string, number> = new Map(), perAccount = Infinity): Promise<FileRow[]> {
+    const full = [...inFlight].filter(([, n]) => n >= perAccount).map(([id]) => sql`${id}::uuid`);
+    const ids = rowsOf<{ id: string }>(
+      await this.db.execute(sql`
+        with busy as (${inFlightRows(inFlight)}), waiting as (
+          select f.id, f.created_at,
+            row_number() over (partition by f.account_id order by f.created_at, f.id) + coalesce(b.n, 0) as turn
+          from files f left join busy b on b.key = f.account_id::text
+          where f.is_deleted = false and ((f.status = 'QUEUED' and f.upload_id is null) or f.status = 'UPLOADED')
+            ${full.length > 0 ? sql`and f.account_id not in (${sql.join(full, sql`, `)})` : sql``}
+        )
+        select id from waiting order by turn, created_at, id limit ${limit}`),
+    ).map((r) => r.id);
+    if (ids.length === 0) return [];
+    const rows = await this.db.select().from(files).where(inArray(files.id, ids));
+    const order = new Map(ids.map((id, i) => [id, i]));
+    return rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
   }
 
   async withStatus(statuses: FileStatus[], limit = 100): Promise<FileRow[]> {

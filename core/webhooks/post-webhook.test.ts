@@ -1,10 +1,11 @@
 // One webhook attempt against real HTTP servers on 127.0.0.1.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { createAddressPolicy } from '../net/address-policy.ts';
-import { postWebhook } from './post-webhook.ts';
+import { EXCERPT_CHARS, excerpt, postWebhook } from './post-webhook.ts';
 import { httpReceiver, type HttpReceiver } from './testing/http-receiver.ts';
 
 const receiver = (t: TestContext, answer: (req: http.IncomingMessage, res: http.ServerResponse) => void) =>
@@ -35,6 +36,25 @@ test('another status fails the attempt and quotes the start of the answer, never
   assert.match(outcome.error ?? '', /^POST http:\/\/127\.0\.0\.1:\d+\/hooks answered HTTP 500: database is down x+$/);
   assert.ok(outcome.error!.length < 300, outcome.error!);
   assert.doesNotMatch(outcome.error!, /secret/);
+});
+
+test('attack: a receiver answer with terminal escapes, bidi overrides and line breaks is kept as a short printable excerpt', async (t) => {
+  const hostile = '\u001b[2J\u001b[31mERROR\u001b[0m\r\nX-Injected: 1\u202egnp.exe\u200b\u0000' + 'é'.repeat(500) + '😀'.repeat(200);
+  const r = await receiver(t, (_req, res) => res.writeHead(502).end(hostile));
+  const outcome = await postWebhook(`${r.url}/hooks`, body, headers, allowing(r));
+  const quoted = outcome.error!.replace(/^POST \S+ answered HTTP 502: /, '');
+  assert.ok([...quoted].length <= EXCERPT_CHARS, `${[...quoted].length} characters kept`);
+  assert.doesNotMatch(quoted, /[\p{C}\n\r]/u, 'a control, format or unassigned character was kept');
+  assert.ok(quoted.startsWith('[2J [31mERROR [0m X-Injected: 1 gnp.exe éé'), quoted);
+  assert.equal([...quoted].length, EXCERPT_CHARS);
+});
+
+test('excerpt: at most 100 printable characters on one line, never half a character', () => {
+  assert.equal(excerpt('  line one\n\tline two\u0007  '), 'line one line two');
+  assert.equal(excerpt('a\u202eb\u200bc\ufeffd\u2028e'), 'a b c d e');
+  assert.equal(excerpt('😀'.repeat(150)), '😀'.repeat(100));
+  assert.equal(excerpt('x'.repeat(99) + ' y'), 'x'.repeat(99));
+  assert.equal(excerpt(''), '');
 });
 
 test('a redirect is not followed', async (t) => {
@@ -76,6 +96,35 @@ test('no answer within the deadline is a timeout', async (t) => {
   const r = await receiver(t, () => {}); // never answers
   const outcome = await postWebhook(r.url, body, headers, { ...allowing(r), timeoutMs: 200 });
   assert.deepEqual(outcome, { statusCode: null, error: `POST ${r.url}/ timed out after 200 ms` });
+});
+
+test('a peer that never completes the connection costs the connect deadline, not the attempt deadline', async (t) => {
+  // A listener in a stopped process: the kernel queues `backlog` connections, then drops further SYNs.
+  const child = spawn(process.execPath, [
+    '-e',
+    "const s = require('net').createServer(); s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => console.log(s.address().port));",
+  ]);
+  t.after(() => child.kill('SIGKILL'));
+  const port = Number(await new Promise<string>((resolve) => child.stdout.once('data', (b: Buffer) => resolve(b.toString()))));
+  child.kill('SIGSTOP');
+  const fillers: net.Socket[] = [];
+  t.after(() => fillers.forEach((s) => s.destroy()));
+  // Fill the queue: connections complete until it is full; the first that does not is left waiting.
+  for (;;) {
+    const socket = net.connect(port, '127.0.0.1');
+    fillers.push(socket);
+    const connected = await Promise.race([
+      new Promise<boolean>((resolve) => socket.once('connect', () => resolve(true))),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000)),
+    ]);
+    if (!connected) break;
+  }
+  const outcome = await postWebhook(`http://127.0.0.1:${port}/hooks`, body, headers, {
+    policy: createAddressPolicy([`127.0.0.1:${port}`]),
+    timeoutMs: 60_000,
+    connectTimeoutMs: 200,
+  });
+  assert.deepEqual(outcome, { statusCode: null, error: `POST http://127.0.0.1:${port}/hooks timed out: no connection after 200 ms` });
 });
 
 test('a refused connection is a failed attempt naming the cause', async (t) => {

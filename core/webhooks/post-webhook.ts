@@ -1,6 +1,7 @@
 // One webhook attempt: POST the body to the URL through the same SSRF guard as input downloads.
 // Redirects are not followed (a 3xx is a failed attempt), at most a few KB of the answer are read,
-// and the whole attempt has a deadline.
+// the connection has a short deadline of its own (a peer that drops packets costs seconds, not the
+// attempt's whole deadline), and the whole attempt has a deadline.
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressPolicy } from '../net/address-policy.ts';
@@ -15,13 +16,18 @@ export interface PostOutcome {
 export interface PostOptions {
   policy: AddressPolicy;
   timeoutMs: number;
+  /** Longest wait for the TCP connection (capped by `timeoutMs`); default DEFAULT_CONNECT_TIMEOUT_MS. */
+  connectTimeoutMs?: number;
   /** Stops the attempt; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
 
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+
 /** Bytes of an error answer read to quote it; the rest is never read. */
 const MAX_ANSWER_BYTES = 4096;
-const QUOTED_CHARS = 200;
+/** The receiver's text kept in the delivery log: a short excerpt, enough to recognise an error page. */
+export const EXCERPT_CHARS = 100;
 
 class AttemptFailed extends Error {}
 
@@ -59,7 +65,19 @@ export async function postWebhook(url: string, body: string, headers: Record<str
         },
         signal,
         createConnection: (_options, done) => {
-          connectChecked({ url: target, host, port, policy: o.policy, idleMs: o.timeoutMs, signal, label, errors }, done);
+          connectChecked(
+            {
+              url: target,
+              host,
+              port,
+              policy: o.policy,
+              idleMs: Math.min(o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, o.timeoutMs),
+              signal,
+              label,
+              errors,
+            },
+            done,
+          );
           return undefined;
         },
       });
@@ -83,7 +101,7 @@ export async function postWebhook(url: string, body: string, headers: Record<str
   }
 }
 
-/** The start of an answer's body, as one line, for the delivery log; whatever arrived if it fails midway. */
+/** The start of an answer's body, as an excerpt for the delivery log; whatever arrived if it fails midway. */
 async function readSome(response: http.IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   let bytes = 0;
@@ -98,11 +116,17 @@ async function readSome(response: http.IncomingMessage): Promise<string> {
   } finally {
     response.destroy();
   }
-  const text = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
-  return text
-    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
-    .trim()
-    .slice(0, QUOTED_CHARS);
+  return excerpt(Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8'));
+}
+
+/**
+ * At most EXCERPT_CHARS printable characters of a receiver's text, on one line: control and format
+ * characters (line breaks, escapes, bidi overrides, zero-width marks), unassigned and private-use
+ * code points become spaces, runs of spaces one.
+ */
+export function excerpt(text: string): string {
+  const printable = text.replace(/[\p{C}\p{Zl}\p{Zp}\s]+/gu, ' ').trim();
+  return [...printable].slice(0, EXCERPT_CHARS).join('').trimEnd();
 }
 
 function causeOf(error: unknown): string {

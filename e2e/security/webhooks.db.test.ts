@@ -1,6 +1,6 @@
 // Attack: make the webhook sender reach loopback or cloud metadata addresses (SSRF): as an IP literal
 // in any spelling, behind a host name that resolves to loopback, in a URL stored before the allowlist
-// changed, and behind a redirect from an allowed receiver. Listeners on 127.0.0.1 and [::1] that are
+// changed, allowed for input downloads only (FFOP_ALLOW_ADDRESSES), and behind a redirect from an allowed receiver. Listeners on 127.0.0.1 and [::1] that are
 // not on the allowlist count connections: they must see none, and each attempt records the refusal.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,6 +47,8 @@ describe('security: webhook deliveries reach no address the SSRF guard refuses',
   let v4: Listener;
   let v6: Listener;
   let redirector: Listener;
+  /** Allowed for input downloads (FFOP_ALLOW_ADDRESSES), not for webhooks. */
+  let downloadsOnly: Listener;
   let svc: ServiceFixture;
   let attacker: ApiClient;
   let accountId: string;
@@ -56,14 +58,15 @@ describe('security: webhook deliveries reach no address the SSRF guard refuses',
     v6 = await listener('::1');
     // Allowed (as a test receiver would be), but it answers with a redirect to the forbidden listener.
     redirector = await listener('127.0.0.1', 307, `http://127.0.0.1:${v4.port}/stolen`);
-    svc = await startService({ allow: [`127.0.0.1:${redirector.port}`] });
+    downloadsOnly = await listener('127.0.0.1');
+    svc = await startService({ allow: [`127.0.0.1:${downloadsOnly.port}`], webhookAllow: [`127.0.0.1:${redirector.port}`] });
     const key = await svc.newAccount('pro');
     attacker = svc.client(key);
     accountId = (await svc.service.accounts.authenticate(key))!.account.id;
   });
   after(async () => {
     await svc?.close();
-    for (const l of [v4, v6, redirector]) await l?.close();
+    for (const l of [v4, v6, redirector, downloadsOnly]) await l?.close();
   });
 
   const assertNoConnection = () => {
@@ -129,6 +132,18 @@ describe('security: webhook deliveries reach no address the SSRF guard refuses',
       assert.match(delivery.attempts[0].error, new RegExp(`refused: ${address.replace(/\./g, '\\.')} is not a public address`), url);
     }
     assertNoConnection();
+  });
+
+  test('attack: an address allowed only for input downloads is refused at PUT and when sending', async () => {
+    const url = `http://127.0.0.1:${downloadsOnly.port}/hook`;
+    const res = await attacker.request('PUT', '/v1/webhook', { url });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.match(res.body.detail[0].msg, /is not a public address/);
+    await new WebhooksRepo(svc.service.database.db).set(accountId, 'main', url, false, new Date());
+    const delivery = await firstAttempt();
+    assert.equal(delivery.attempts[0].status_code, null);
+    assert.match(delivery.attempts[0].error, /refused: 127\.0\.0\.1 is not a public address/);
+    assert.equal(downloadsOnly.connections(), 0, 'the downloads-only listener was reached');
   });
 
   test('attack: an allowed receiver that redirects to loopback is not followed', async () => {

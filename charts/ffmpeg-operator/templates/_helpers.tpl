@@ -151,6 +151,8 @@ by reference; extraEnv comes last, so an entry there overrides one here.
 {{- end }}
 - name: FFOP_ALLOW_ADDRESSES
   value: {{ join "," .Values.allowAddresses | quote }}
+- name: FFOP_WEBHOOK_ALLOW_ADDRESSES
+  value: {{ join "," .Values.webhookAllowAddresses | quote }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
