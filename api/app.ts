@@ -8,7 +8,7 @@ import type { FilesRepo } from '../core/files/files-repo.ts';
 import { Quotas } from '../core/accounts/quotas.ts';
 import { fileRoutes } from './routes/files.ts';
 import { RateLimit } from './rate-limit.ts';
-import { AuthFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-limit.ts';
+import { AuthFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitOptions } from './auth-failure-limit.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import type { AppEnv } from './auth.ts';
 import { v1Gate } from './v1-gate.ts';
@@ -46,8 +46,8 @@ export interface AppDeps {
   /** Readiness: resolves when the database answers. */
   ready?: () => Promise<boolean>;
   maxBodyBytes?: number;
-  /** Failed API key attempts allowed per client address in a window, then 429. */
-  authFailures?: { maxFailures: number; windowSeconds: number };
+  /** Failed API key attempts allowed per client address and from all addresses in a window, then 429. */
+  authFailures?: Pick<AuthFailureLimitOptions, 'maxFailures' | 'windowSeconds' | 'globalMaxFailures'>;
   /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
   trustedProxies?: readonly string[];
   /** The webhook of the caller's environment: its repo and the address policy of FFOP_ALLOW_ADDRESSES. */
