@@ -86,6 +86,17 @@ test('attack: guesses from an address do not lock out a valid key that authentic
   assert.equal((await from('192.0.2.8', 'good')).status, 200);
 });
 
+test('attack: guesses sent at once do not overshoot the limit (lookups under way count)', async () => {
+  const { from, lookups } = appWith(() => 0);
+  const answers = await Promise.all(Array.from({ length: 10 }, async (_, i) => from('203.0.113.9', `guess-${i}`)));
+  assert.equal(lookups(), 3);
+  assert.deepEqual(answers.map((a) => a.status).sort(), [401, 401, 401, ...Array<number>(7).fill(429)]);
+  // Also from many addresses at once: the global budget of 5 holds.
+  const spread = await Promise.all(Array.from({ length: 10 }, async (_, i) => from(`198.51.100.${i}`, `guess-${i}`)));
+  assert.equal(lookups(), 5);
+  assert.equal(spread.filter((a) => a.status === 401).length, 2);
+});
+
 test('a known key that is revoked fails, counts as a failure and waits like a guess from then on', async () => {
   const { from, validKeys, lookups } = appWith(() => 0);
   assert.equal((await from('127.0.0.1', 'good')).status, 200);

@@ -47,6 +47,9 @@ export class AuthFailureLimit {
   /** Digests of keys that authenticated, with when they were last recorded. */
   private readonly knownKeys = new ExpiringMap<number>(KNOWN_KEY_TTL_MS, MAX_KNOWN_KEYS);
   private global = { failures: 0, endsAt: 0 };
+  /** Lookups under way per client, and in all: they count until they end, so concurrent guesses cannot overshoot. */
+  private readonly pending = new Map<string, number>();
+  private pendingTotal = 0;
   private readonly trusted: ReadonlySet<string>;
 
   constructor(opts: AuthFailureLimitOptions) {
@@ -68,17 +71,29 @@ export class AuthFailureLimit {
   /** 429 with Retry-After while the client's or everyone's failures are used up in this window; null lets it through. */
   refusal(c: Context, client: string, now: number): Response | null {
     const window = this.windows.entry(client, now);
-    if (window !== undefined && window.value.failures >= this.opts.maxFailures) {
-      return tooMany(c, window.expiresAt - now, `from your address (${this.opts.maxFailures} in ${this.opts.windowSeconds} s)`);
+    if ((window?.value.failures ?? 0) + (this.pending.get(client) ?? 0) >= this.opts.maxFailures) {
+      const where = `from your address (${this.opts.maxFailures} in ${this.opts.windowSeconds} s)`;
+      return tooMany(c, window ? window.expiresAt - now : 0, where);
     }
-    if (this.global.endsAt > now && this.global.failures >= this.opts.globalMaxFailures) {
-      return tooMany(
-        c,
-        this.global.endsAt - now,
-        `on this service from all addresses (${this.opts.globalMaxFailures} in ${this.opts.windowSeconds} s)`,
-      );
+    const globalLive = this.global.endsAt > now;
+    if ((globalLive ? this.global.failures : 0) + this.pendingTotal >= this.opts.globalMaxFailures) {
+      const where = `on this service from all addresses (${this.opts.globalMaxFailures} in ${this.opts.windowSeconds} s)`;
+      return tooMany(c, globalLive ? this.global.endsAt - now : 0, where);
     }
     return null;
+  }
+
+  /** A key of this client is being looked up (it passed refusal()); lookupEnded() must follow. */
+  lookupStarted(client: string): void {
+    this.pending.set(client, (this.pending.get(client) ?? 0) + 1);
+    this.pendingTotal += 1;
+  }
+
+  lookupEnded(client: string): void {
+    const n = this.pending.get(client) ?? 1;
+    if (n <= 1) this.pending.delete(client);
+    else this.pending.set(client, n - 1);
+    this.pendingTotal -= 1;
   }
 
   /** The client's key was refused (401). */

@@ -31,7 +31,15 @@ export function v1Gate(d: V1GateDeps): MiddlewareHandler<AppEnv> {
     const throttled = d.authFailures.refusal(c, client, d.clock());
     const known = throttled !== null && key !== undefined && d.authFailures.isKnownKey(key, d.clock());
     if (throttled && !known) return throttled;
-    const caller = key ? await d.accounts.authenticate(key) : null;
+    let caller = null;
+    if (key) {
+      if (!known) d.authFailures.lookupStarted(client);
+      try {
+        caller = await d.accounts.authenticate(key);
+      } finally {
+        if (!known) d.authFailures.lookupEnded(client);
+      }
+    }
     if (!caller) {
       d.authFailures.failed(client, d.clock());
       if (known) d.authFailures.forgetKey(key);
