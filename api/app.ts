@@ -54,8 +54,8 @@ export interface AppDeps {
   webhooks: Omit<WebhookRoutesDeps, 'clock'>;
   /** Prometheus metrics: every request's latency is recorded by route pattern. */
   metrics?: Metrics;
-  /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; FFOP_METRICS_TOKEN when set). */
-  metricsEndpoint?: { token: string | null };
+  /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; this bearer token). */
+  metricsEndpoint?: { token: string };
 }
 
 export function createApp(d: AppDeps): Hono {
