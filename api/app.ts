@@ -8,7 +8,7 @@ import type { FilesRepo } from '../core/files/files-repo.ts';
 import { Quotas } from '../core/accounts/quotas.ts';
 import { fileRoutes } from './routes/files.ts';
 import { RateLimit } from './rate-limit.ts';
-import { AuthFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT } from './auth-failure-limit.ts';
+import { AuthFailureLimit, DEFAULT_AUTH_FAILURE_LIMIT, type AuthFailureLimitOptions } from './auth-failure-limit.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import type { AppEnv } from './auth.ts';
 import { v1Gate } from './v1-gate.ts';
@@ -52,16 +52,16 @@ export interface AppDeps {
    */
   health?: Pick<DatabaseHealth, 'up' | 'failed'>;
   maxBodyBytes?: number;
-  /** Failed API key attempts allowed per client address in a window, then 429. */
-  authFailures?: { maxFailures: number; windowSeconds: number };
+  /** Failed API key attempts allowed per client address and from all addresses in a window, then 429. */
+  authFailures?: Pick<AuthFailureLimitOptions, 'maxFailures' | 'windowSeconds' | 'globalMaxFailures'>;
   /** Reverse proxies whose X-Forwarded-For names the client (FFOP_TRUSTED_PROXIES). */
   trustedProxies?: readonly string[];
   /** The webhook of the caller's environment: its repo and the address policy of FFOP_ALLOW_ADDRESSES. */
   webhooks: Omit<WebhookRoutesDeps, 'clock'>;
   /** Prometheus metrics: every request's latency is recorded by route pattern. */
   metrics?: Metrics;
-  /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; FFOP_METRICS_TOKEN when set). */
-  metricsEndpoint?: { token: string | null };
+  /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; this bearer token). */
+  metricsEndpoint?: { token: string };
 }
 
 export function createApp(d: AppDeps): Hono {

@@ -1,42 +1,60 @@
-// Throttles API key guessing per client address: after `maxFailures` answers of 401 to one address
-// within a window, that address gets 429 with Retry-After until the window ends, before its key is
-// even looked up (so a flood of bad keys costs no database work). In memory, per API process.
+// Throttles API key guessing without handing out an outage. Keys that fail (401) are counted per client
+// address and, against a botnet of addresses, across all addresses: past `maxFailures` in a window
+// from one address, or `globalMaxFailures` in a window from all of them, further attempts get 429 with
+// Retry-After before their key is even looked up (so a flood of bad keys costs no database work).
+// A key that authenticated recently in this process is exempt: it is recognised by its digest at
+// constant cost and goes on to the normal lookup, so a valid client keeps working from an address
+// that an attacker floods (the default 127.0.0.1 listener, or a proxy without FFOP_TRUSTED_PROXIES).
+// A key never seen by this process cannot prove itself without a lookup: it waits like a guess.
+// In memory, per API process.
 // The address is the socket's peer. X-Forwarded-For counts only when that peer is one of the
 // configured trusted proxies (FFOP_TRUSTED_PROXIES): then the client is the last address in it that is
 // not itself a trusted proxy (anyone can send the header, so only what our proxies appended counts).
+import { hash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Context } from 'hono';
+import { ExpiringMap } from './expiring-map.ts';
 
 export interface AuthFailureLimitOptions {
   /** Failed attempts allowed per address in one window. */
   maxFailures: number;
   windowSeconds: number;
+  /** Failed attempts allowed from all addresses together in one window. */
+  globalMaxFailures: number;
   /** Addresses remembered at most (memory bound under a flood from many addresses). */
   maxTracked?: number;
   /** Reverse proxies whose X-Forwarded-For is believed (exact addresses). */
   trustedProxies?: readonly string[];
 }
 
-export const DEFAULT_AUTH_FAILURE_LIMIT = { maxFailures: 30, windowSeconds: 60 };
+export const DEFAULT_AUTH_FAILURE_LIMIT = { maxFailures: 30, windowSeconds: 60, globalMaxFailures: 1_000 };
+
+/** How long a key that authenticated stays exempt from the limits (renewed by its use). */
+export const KNOWN_KEY_TTL_MS = 24 * 3600_000;
+const MAX_KNOWN_KEYS = 100_000;
 
 interface Window {
   failures: number;
-  endsAt: number;
 }
 
 /**
- * The failed-key count per client. The API's gate (v1-gate.ts) asks for a refusal before it looks a
- * key up, and reports each key it refused.
+ * The failed-key counts. The API's gate (v1-gate.ts) asks whether a key is known, else for a refusal
+ * before it looks the key up, and reports each key it refused and each it accepted.
  */
 export class AuthFailureLimit {
   private readonly opts: AuthFailureLimitOptions;
-  private readonly maxTracked: number;
-  private readonly windows = new Map<string, Window>();
+  private readonly windows: ExpiringMap<Window>;
+  /** Digests of keys that authenticated, with when they were last recorded. */
+  private readonly knownKeys = new ExpiringMap<number>(KNOWN_KEY_TTL_MS, MAX_KNOWN_KEYS);
+  private global = { failures: 0, endsAt: 0 };
+  /** Lookups under way per client, and in all: they count until they end, so concurrent guesses cannot overshoot. */
+  private readonly pending = new Map<string, number>();
+  private pendingTotal = 0;
   private readonly trusted: ReadonlySet<string>;
 
   constructor(opts: AuthFailureLimitOptions) {
     this.opts = opts;
-    this.maxTracked = opts.maxTracked ?? 100_000;
+    this.windows = new ExpiringMap(opts.windowSeconds * 1000, opts.maxTracked ?? 100_000);
     this.trusted = new Set((opts.trustedProxies ?? []).map((a) => clientKey(a)));
   }
 
@@ -45,39 +63,71 @@ export class AuthFailureLimit {
     return clientKey(clientAddress(c, this.trusted));
   }
 
-  /** 429 with Retry-After while the client has used up its failures in this window; null lets it through. */
+  /** The key authenticated in this process within KNOWN_KEY_TTL_MS (and has not failed since). */
+  isKnownKey(key: string, now: number): boolean {
+    return this.knownKeys.get(digest(key), now) !== undefined;
+  }
+
+  /** 429 with Retry-After while the client's or everyone's failures are used up in this window; null lets it through. */
   refusal(c: Context, client: string, now: number): Response | null {
-    const window = this.windows.get(client);
-    if (window === undefined || window.endsAt <= now || window.failures < this.opts.maxFailures) return null;
-    const retryAfter = Math.max(1, Math.ceil((window.endsAt - now) / 1000));
-    return c.json(
-      {
-        detail:
-          `Too many failed API key attempts from your address (${this.opts.maxFailures} in ${this.opts.windowSeconds} s); ` +
-          `retry after ${retryAfter} s`,
-      },
-      429,
-      { 'retry-after': String(retryAfter) },
-    );
+    const window = this.windows.entry(client, now);
+    if ((window?.value.failures ?? 0) + (this.pending.get(client) ?? 0) >= this.opts.maxFailures) {
+      const where = `from your address (${this.opts.maxFailures} in ${this.opts.windowSeconds} s)`;
+      return tooMany(c, window ? window.expiresAt - now : 0, where);
+    }
+    const globalLive = this.global.endsAt > now;
+    if ((globalLive ? this.global.failures : 0) + this.pendingTotal >= this.opts.globalMaxFailures) {
+      const where = `on this service from all addresses (${this.opts.globalMaxFailures} in ${this.opts.windowSeconds} s)`;
+      return tooMany(c, globalLive ? this.global.endsAt - now : 0, where);
+    }
+    return null;
+  }
+
+  /** A key of this client is being looked up (it passed refusal()); lookupEnded() must follow. */
+  lookupStarted(client: string): void {
+    this.pending.set(client, (this.pending.get(client) ?? 0) + 1);
+    this.pendingTotal += 1;
+  }
+
+  lookupEnded(client: string): void {
+    const n = this.pending.get(client) ?? 1;
+    if (n <= 1) this.pending.delete(client);
+    else this.pending.set(client, n - 1);
+    this.pendingTotal -= 1;
   }
 
   /** The client's key was refused (401). */
   failed(client: string, now: number): void {
-    let window = this.windows.get(client);
-    if (window === undefined || window.endsAt <= now) {
-      this.windows.delete(client);
-      if (this.windows.size >= this.maxTracked) forgetExpired(this.windows, now);
-      // Still full: the oldest window goes (Map order is insertion order).
-      if (this.windows.size >= this.maxTracked) this.windows.delete(this.windows.keys().next().value as string);
-      window = { failures: 0, endsAt: now + this.opts.windowSeconds * 1000 };
-      this.windows.set(client, window);
-    }
-    window.failures += 1;
+    const window = this.windows.get(client, now);
+    if (window === undefined) this.windows.set(client, { failures: 1 }, now);
+    else window.failures += 1;
+    if (this.global.endsAt <= now) this.global = { failures: 0, endsAt: now + this.opts.windowSeconds * 1000 };
+    this.global.failures += 1;
+  }
+
+  /** A known key was refused (revoked): it waits like any other from now on. */
+  forgetKey(key: string): void {
+    this.knownKeys.delete(digest(key));
+  }
+
+  /** The key authenticated: exempt from the limits for KNOWN_KEY_TTL_MS, renewed at most every half of it. */
+  succeeded(key: string, now: number): void {
+    const id = digest(key);
+    const recordedAt = this.knownKeys.get(id, now);
+    if (recordedAt === undefined || now - recordedAt > KNOWN_KEY_TTL_MS / 2) this.knownKeys.set(id, now, now);
   }
 }
 
-function forgetExpired(windows: Map<string, Window>, now: number): void {
-  for (const [client, window] of windows) if (window.endsAt <= now) windows.delete(client);
+function tooMany(c: Context, remainingMs: number, where: string): Response {
+  const retryAfter = Math.max(1, Math.ceil(remainingMs / 1000));
+  return c.json({ detail: `Too many failed API key attempts ${where}; retry after ${retryAfter} s` }, 429, {
+    'retry-after': String(retryAfter),
+  });
+}
+
+/** Keys are held by their SHA-256, never as plaintext (as in the key cache). */
+function digest(key: string): string {
+  return hash('sha256', key, 'base64');
 }
 
 /** The client behind our trusted proxies, or the TCP peer itself. */

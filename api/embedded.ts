@@ -139,7 +139,8 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       maxBodyBytes: config.maxBodyBytes,
       trustedProxies: config.trustedProxies,
       metrics,
-      metricsEndpoint: { token: config.metricsToken },
+      // Behind a token always: FFOP_METRICS_TOKEN, else one generated into the data folder once.
+      metricsEndpoint: { token: config.metricsToken ?? (await persistentSecret(join(config.dataDir, METRICS_TOKEN_FILE))) },
       webhooks: { webhooks: new WebhooksRepo(database.db), addressPolicy: createAddressPolicy(config.webhookAllowAddresses) },
       health: database.health,
     });
@@ -201,6 +202,9 @@ async function ensureDefaultAccount(accounts: AccountsRepo, config: Config, logg
   logger.info({ account: account.name, plan: 'pro' }, 'created the default account and API key');
   return key;
 }
+
+/** Where embedded mode keeps the /metrics token it generated when FFOP_METRICS_TOKEN is not set. */
+export const METRICS_TOKEN_FILE = 'metrics-token';
 
 export async function persistentSecret(path: string): Promise<string> {
   try {

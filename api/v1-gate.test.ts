@@ -18,7 +18,7 @@ function gatedApp(o: { clock: () => number; bodyLimitHit?: () => void; databaseU
         o.bodyLimitHit?.();
         return next();
       },
-      authFailures: new AuthFailureLimit({ maxFailures: 30, windowSeconds: 60 }),
+      authFailures: new AuthFailureLimit({ maxFailures: 30, windowSeconds: 60, globalMaxFailures: 1000 }),
       accounts: { authenticate: async (key) => keys[key] ?? null },
       rateLimit: new RateLimit(),
       allowOf: (path) => (path.startsWith('/v1/things') ? 'GET, HEAD, OPTIONS' : null),

@@ -1,5 +1,7 @@
 // What every /v1 request passes before its route, in this order: the database's health (503 at once
-// while it cannot be reached), the body limit (requests with a body), the failed-key throttle of its address, the API key, the key's rate limit, and the methods
+// while it cannot be reached), the body limit (requests with a body), the failed-key throttle (of its
+// address and of the service, skipped by a key this process has seen authenticate), the API key, the
+// key's rate limit, and the methods
 // its path supports. One middleware rather than five: each layer of Hono's middleware chain costs
 // promises and microtask turns, and polls pay them thousands of times a second.
 import type { MiddlewareHandler } from 'hono';
@@ -26,16 +28,28 @@ export interface V1GateDeps {
 
 export function v1Gate(d: V1GateDeps): MiddlewareHandler<AppEnv> {
   const checks: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const key = c.req.header('x-api-key')?.trim();
     const client = d.authFailures.clientOf(c);
-    // Before the key is looked up: guessing keys is throttled, not just failed.
+    // Before an unknown key is looked up: guessing keys is throttled, not just failed. A known key
+    // is not, so that guesses from its address cannot lock its client out.
     const throttled = d.authFailures.refusal(c, client, d.clock());
-    if (throttled) return throttled;
-    const key = c.req.header('x-api-key');
-    const caller = key ? await d.accounts.authenticate(key.trim()) : null;
+    const known = throttled !== null && key !== undefined && d.authFailures.isKnownKey(key, d.clock());
+    if (throttled && !known) return throttled;
+    let caller = null;
+    if (key) {
+      if (!known) d.authFailures.lookupStarted(client);
+      try {
+        caller = await d.accounts.authenticate(key);
+      } finally {
+        if (!known) d.authFailures.lookupEnded(client);
+      }
+    }
     if (!caller) {
       d.authFailures.failed(client, d.clock());
+      if (known) d.authFailures.forgetKey(key);
       return c.json({ detail: INVALID_KEY }, 401);
     }
+    d.authFailures.succeeded(key!, d.clock());
     const limited = d.rateLimit.refusal(c, caller, d.clock());
     if (limited) return limited;
     // Before routing, so a literal route wins over a parameter.

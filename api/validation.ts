@@ -210,22 +210,13 @@ export function laxInt() {
   );
 }
 
-const TRUE = new Set(['true', '1', 'yes', 'on', 't', 'y']);
-const FALSE = new Set(['false', '0', 'no', 'off', 'f', 'n']);
-export function laxBool() {
-  return v.pipe(
-    v.unknown(),
-    v.rawTransform<unknown, boolean>(({ dataset, addIssue, NEVER }) => {
-      const x = dataset.value;
-      if (typeof x === 'boolean') return x;
-      if (x === 0 || x === 1) return x === 1;
-      if (typeof x === 'string' && TRUE.has(x.toLowerCase())) return true;
-      if (typeof x === 'string' && FALSE.has(x.toLowerCase())) return false;
-      addIssue({ message: msg(typeof x === 'string' ? 'bool_parsing' : 'bool_type', 'Input should be a valid boolean') });
-      return NEVER;
-    }),
-    v.metadata({ type: 'boolean' }),
-  );
+/**
+ * A JSON boolean and nothing else: unlike numbers, a flag given as 0, 1 or "true" is refused (422
+ * bool_type), as the spec types these fields boolean and a wrong guess at an ambiguous value could
+ * make a private file public.
+ */
+export function jsonBool() {
+  return v.boolean(msg('bool_type', 'Input should be a valid boolean'));
 }
 
 export const gt = (n: number) => v.gtValue<number, number, string>(n, msg('greater_than', `Input should be greater than ${n}`));

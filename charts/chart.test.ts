@@ -253,12 +253,24 @@ describe('the Helm chart', () => {
     const operator = deployment(defaults, '-operator');
     assert.deepEqual(portsOf(api), ['http:8080', 'metrics:9465']);
     assert.deepEqual(portsOf(operator), ['metrics:9464']);
-    // What the operator's code makes of its environment: all interfaces, its port, no token.
-    assert.deepEqual(metricsServerSettings(loadConfig(metricsEnvOf(operator)), OPERATOR_METRICS_PORT), {
+    // A token by default: generated into the chart's keys Secret, read by both containers.
+    const keysSecret = defaults.find((d) => d.kind === 'Secret' && d.metadata.name.endsWith('-keys')) as unknown as {
+      metadata: { name: string };
+      data: Record<string, string>;
+    };
+    assert.ok(Buffer.from(keysSecret.data['metrics-token'], 'base64').length >= 32);
+    for (const d of [api, operator]) {
+      const token = d.spec!.template.spec!.containers[0].env!.find((e) => e.name === 'FFOP_METRICS_TOKEN');
+      assert.deepEqual(token?.valueFrom?.secretKeyRef, { name: keysSecret.metadata.name, key: 'metrics-token' });
+    }
+    // What the operator's code makes of its environment: all interfaces, its port, the token.
+    assert.deepEqual(metricsServerSettings(loadConfig({ ...metricsEnvOf(operator), FFOP_METRICS_TOKEN: 't' }), OPERATOR_METRICS_PORT), {
       host: '0.0.0.0',
       port: 9464,
-      token: null,
+      token: 't',
     });
+    // Without it the process would not serve them on all interfaces.
+    assert.throws(() => metricsServerSettings(loadConfig(metricsEnvOf(operator)), OPERATOR_METRICS_PORT), /FFOP_METRICS_TOKEN must be set/);
     assert.equal(envOf(api).FFOP_METRICS_PORT, '9465');
     const services = defaults.filter((d) => d.kind === 'Service');
     const apiService = services.find((d) => d.metadata.name.endsWith('-api'))!;
@@ -273,7 +285,14 @@ describe('the Helm chart', () => {
 
     const monitored = await render(SERVICE_MONITOR);
     const monitor = monitored.find((d) => d.kind === 'ServiceMonitor')!;
-    assert.deepEqual(monitor.spec.endpoints, [{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    assert.deepEqual(monitor.spec.endpoints, [
+      {
+        port: 'metrics',
+        path: '/metrics',
+        interval: '30s',
+        authorization: { type: 'Bearer', credentials: { name: keysSecret.metadata.name, key: 'metrics-token' } },
+      },
+    ]);
     assert.deepEqual(monitor.spec.namespaceSelector, { matchNames: [NS] });
     // It selects the API's Service and the operator's metrics Service: both carry its labels.
     for (const service of monitored.filter((d) => d.kind === 'Service')) {
@@ -535,6 +554,7 @@ describe('the Helm chart', () => {
     const before = await keys();
     assert.ok(Buffer.from(before['job-token-secret'], 'base64').length >= 32);
     assert.ok(Buffer.from(before['signing-key'], 'base64').length >= 32);
+    assert.ok(Buffer.from(before['metrics-token'], 'base64').length >= 32);
     const upgraded = await helm('upgrade', release, CHART, '-n', NS, ...sets({ ...REQUIRED, logLevel: 'debug' }));
     assert.equal(upgraded.code, 0, upgraded.stderr);
     assert.deepEqual(await keys(), before);

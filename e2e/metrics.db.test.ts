@@ -5,10 +5,15 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { makeClip, startMediaServer, startService, waitForFile, type MediaServer, type ServiceFixture } from './harness.ts';
 import { parsePrometheusText, valueOf, type Sample } from '../core/metrics/testing/prometheus-text.ts';
 
-async function scrape(url: string, headers: Record<string, string> = {}): Promise<Sample[]> {
+/** The bearer token of the service under test (read from its data folder once it started). */
+let generatedToken = '';
+
+async function scrape(url: string, headers: Record<string, string> = { authorization: `Bearer ${generatedToken}` }): Promise<Sample[]> {
   const res = await fetch(`${url}/metrics`, { headers });
   assert.equal(res.status, 200, await res.clone().text());
   assert.match(res.headers.get('content-type')!, /^text\/plain; version=0\.0\.4/);
@@ -46,6 +51,7 @@ describe('metrics, embedded mode', () => {
     const port = (receiver.address() as AddressInfo).port;
     receiverUrl = `http://127.0.0.1:${port}/hook`;
     svc = await startService({ allow: [media.allowEntry], webhookAllow: [`127.0.0.1:${port}`] });
+    generatedToken = (await readFile(join(svc.dataDir, 'metrics-token'), 'utf8')).trim();
   });
   after(async () => {
     await svc?.close();
@@ -71,7 +77,7 @@ describe('metrics, embedded mode', () => {
     const failed = (await api.waitForEnd(failing)).record;
     assert.equal(failed.error_status, 'FFMPEG_FAILED');
 
-    // No API key: /metrics is outside /v1 (open by default; embedded mode listens on 127.0.0.1).
+    // No API key: /metrics is outside /v1 (behind its own token, generated into the data folder).
     const s = await scrapeUntil(
       svc.url,
       (x) => valueOf(x, 'ffop_commands_finished_total', { status: 'FAILED', error_status: 'FFMPEG_FAILED' }) === 1,
@@ -135,6 +141,22 @@ describe('metrics, embedded mode', () => {
     assert.equal(received, 1);
     assert.equal(valueOf(s, 'ffop_webhook_deliveries_pending'), 0);
     assert.equal((await api.request('DELETE', '/v1/webhook')).status, 204);
+  });
+
+  test('attack: without FFOP_METRICS_TOKEN, /metrics needs the token generated into the data folder (only its owner reads it)', async () => {
+    assert.match(generatedToken, /^[0-9a-f]{64}$/);
+    assert.equal((await stat(join(svc.dataDir, 'metrics-token'))).mode & 0o777, 0o600);
+    for (const headers of [{}, { authorization: 'Bearer nope' }, { 'x-api-key': svc.key }] as Record<string, string>[]) {
+      const res = await fetch(`${svc.url}/metrics`, { headers });
+      assert.equal(res.status, 401, JSON.stringify(headers));
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="metrics"');
+      await res.body?.cancel();
+    }
+    // The same token after a restart: Prometheus' configuration stays valid.
+    await svc.stop();
+    await svc.restart();
+    assert.equal((await readFile(join(svc.dataDir, 'metrics-token'), 'utf8')).trim(), generatedToken);
+    assert.ok((await scrape(svc.url)).length > 0);
   });
 
   test('attack: unknown paths and ids do not create series (the route label is bounded)', async () => {

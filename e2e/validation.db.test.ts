@@ -37,7 +37,13 @@ describe('request validation', () => {
     await expect422({ ...good, max_command_run_seconds: 'soon' }, ['body', 'max_command_run_seconds'], 'float_parsing');
     await expect422({ ...good, vcpu_count: 1.5 }, ['body', 'vcpu_count'], 'int_from_float');
     await expect422({ ...good, vcpu_count: 0 }, ['body', 'vcpu_count'], 'greater_than');
-    await expect422({ ...good, is_private: 'maybe' }, ['body', 'is_private'], 'bool_parsing');
+    for (const notBoolean of ['maybe', 'true', 0, 1, null]) {
+      await expect422({ ...good, is_private: notBoolean }, ['body', 'is_private'], 'bool_type');
+    }
+    const storeFile = { file_url: 'https://example.com/a.mp4', is_private: 0 };
+    await expect422(storeFile, ['body', 'is_private'], 'bool_type', '/v1/files/store-file');
+    const initUpload = { filename: 'a.mp4', size_bytes: 10, is_private: 'false' };
+    await expect422(initUpload, ['body', 'is_private'], 'bool_type', '/v1/files/init-upload');
   });
 
   test('aliases, file names and URLs', async () => {

@@ -206,8 +206,15 @@ describe('webhooks', () => {
     }
     const missing = await api.request('PUT', '/v1/webhook', {});
     assert.deepEqual(missing.body.detail[0], { loc: ['body', 'url'], msg: 'Field required', type: 'missing' });
-    const badFlag = await api.request('PUT', '/v1/webhook', { url: 'https://example.com/x', rotate_secret: 'perhaps' });
-    assert.deepEqual(badFlag.body.detail[0].loc, ['body', 'rotate_secret']);
+    for (const notBoolean of ['perhaps', 'true', 1]) {
+      const badFlag = await api.request('PUT', '/v1/webhook', { url: 'https://example.com/x', rotate_secret: notBoolean });
+      assert.equal(badFlag.status, 422);
+      assert.deepEqual(badFlag.body.detail[0], {
+        loc: ['body', 'rotate_secret'],
+        msg: 'Input should be a valid boolean',
+        type: 'bool_type',
+      });
+    }
     assert.equal((await api.get('/v1/webhook')).status, 404);
     // The allowlist (FFOP_ALLOW_ADDRESSES) that lets downloads reach the receiver lets its URL be set.
     assert.equal((await api.request('PUT', '/v1/webhook', { url: `${receiver.url}/allowed` })).status, 200);

@@ -25,6 +25,24 @@ export function dashboardCsp(storageOrigins: readonly string[]): string {
   ].join('; ');
 }
 
+/**
+ * The policy of /docs (Swagger UI, on the dashboard's origin, where a dashboard tab may hold an API key):
+ * the same rules, loosened only where Swagger UI needs it: its styles set inline style attributes, its
+ * stylesheet draws icons from data: URLs, and it renders Markdown as HTML (so no Trusted Types). Its
+ * scripts are files of our own origin, like the dashboard's; "Try it out" calls the API on this origin.
+ */
+export const DOCS_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 export function dashboardHeaders(csp: string): Record<string, string> {
   return {
     'content-security-policy': csp,

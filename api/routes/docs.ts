@@ -12,6 +12,7 @@ import type { OpenAPIV3_1 } from 'openapi-types';
 import { errorStatusDescription } from '../openapi/components.ts';
 import { MAX_JSON_DEPTH } from '../json-depth.ts';
 import { STORABLE_JSON, STORABLE_JSON_NAME } from '../schemas/body.ts';
+import { dashboardHeaders, DOCS_CSP } from '../dashboard/security-headers.ts';
 
 const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
@@ -61,6 +62,12 @@ export function docsRoutes(api: Hono<AppEnv>): Hono {
       },
     }),
   );
+  // The dashboard's frame and content rules (security-headers.ts), with a policy that Swagger UI works under.
+  const headers = Object.entries(dashboardHeaders(DOCS_CSP));
+  app.use('/docs/*', async (c, next) => {
+    await next(); // '/docs/*' matches /docs itself too
+    for (const [name, value] of headers) c.header(name, value);
+  });
   app.get('/docs', (c) => c.html(PAGE));
   app.get('/docs/init.js', (c) => c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8' }));
   app.get('/docs/assets/:name', async (c) => {

@@ -1,6 +1,6 @@
 // Request bodies of the command endpoints, with every rule of the spec's tables.
 import * as v from 'valibot';
-import { FINITE, ge, gt, laxBool, laxInt, laxNumber, le, maxChars, msg, RESERVED_KEYS, str } from '../validation.ts';
+import { FINITE, ge, gt, jsonBool, laxInt, laxNumber, le, maxChars, msg, RESERVED_KEYS, str } from '../validation.ts';
 import { bodyObject, stated, text, TEXT_PATTERN } from './body.ts';
 import { httpUrl } from './http-url.ts';
 
@@ -92,7 +92,7 @@ const common = {
   // Without a value, the default (8) is lowered to the plan's maximum; see api/routes/commands.ts.
   vcpu_count: v.optional(v.pipe(laxInt(), gt(0))),
   metadata: metadataSchema,
-  is_private: v.optional(laxBool(), false),
+  is_private: v.optional(jsonBool(), false),
 };
 
 // JSON Schema cannot state the command-line rules (README: "What is refused at submit, and what is

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ge, gt, laxBool, laxInt, le, msg, str } from '../validation.ts';
+import { ge, gt, jsonBool, laxInt, le, msg, str } from '../validation.ts';
 import { bodyObject, text } from './body.ts';
 import { httpUrl } from './http-url.ts';
 
@@ -9,7 +9,7 @@ const uuid = () => v.pipe(str(), v.uuid(msg('uuid_parsing', 'Input should be a v
 export const storeFileSchema = bodyObject(
   {
     file_url: httpUrl(),
-    is_private: v.optional(laxBool(), false),
+    is_private: v.optional(jsonBool(), false),
   },
   [{ file_url: 'https://example.com/media/video.mp4' }],
 );
@@ -35,7 +35,7 @@ export const initUploadSchema = bodyObject(
       v.notValues(['.', '..'], msg('value_error', "Value error, filename must not be '.' or '..'")),
     ),
     size_bytes: v.pipe(laxInt(), ge(0), le(MAX_UPLOAD_BYTES)),
-    is_private: v.optional(laxBool(), false),
+    is_private: v.optional(jsonBool(), false),
     part_size: v.optional(v.pipe(laxInt(), gt(0))),
   },
   [{ filename: 'video.mp4', size_bytes: 31457280 }],

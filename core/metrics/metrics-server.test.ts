@@ -92,6 +92,22 @@ describe('metrics settings', () => {
     assert.deepEqual(metricsServerSettings(loadConfig(env), OPERATOR_METRICS_PORT), { host: '0.0.0.0', port: 9100, token: 't' });
     assert.equal(metricsServerSettings(loadConfig({ FFOP_METRICS_PORT: 'off' }), OPERATOR_METRICS_PORT), null);
   });
+  test('attack: without a token, metrics on a host other machines reach are refused at start; loopback ones are not', () => {
+    for (const host of ['0.0.0.0', '::', '10.1.2.3', 'metrics.example.com']) {
+      assert.throws(
+        () => metricsServerSettings(loadConfig({ FFOP_METRICS_HOST: host }), OPERATOR_METRICS_PORT),
+        /FFOP_METRICS_TOKEN must be set when FFOP_METRICS_HOST \(.+\) is not a loopback address/,
+        host,
+      );
+    }
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost']) {
+      assert.equal(metricsServerSettings(loadConfig({ FFOP_METRICS_HOST: host }), OPERATOR_METRICS_PORT)?.token, null, host);
+    }
+    assert.equal(
+      metricsServerSettings(loadConfig({ FFOP_METRICS_HOST: '0.0.0.0', FFOP_METRICS_PORT: 'off' }), OPERATOR_METRICS_PORT),
+      null,
+    );
+  });
   test('a port that is not one is refused at start, naming the setting', () => {
     for (const bad of ['x', '70000', '-1', '80.5']) {
       assert.throws(() => loadConfig({ FFOP_METRICS_PORT: bad }), /FFOP_METRICS_PORT must be a port number or "off"/);

@@ -12,13 +12,28 @@ import { METRICS_UNAUTHORIZED, metricsAccess } from './metrics-access.ts';
 export const OPERATOR_METRICS_PORT = 9464;
 export const CLUSTER_API_METRICS_PORT = 9465;
 
-/** Where a cluster-mode process serves its metrics (FFOP_METRICS_*), or null when FFOP_METRICS_PORT=off. */
+/**
+ * Where a cluster-mode process serves its metrics (FFOP_METRICS_*), or null when FFOP_METRICS_PORT=off.
+ * Reachable from other machines, they need a token: without FFOP_METRICS_TOKEN only a loopback host
+ * may serve them (the Helm chart always sets one).
+ */
 export function metricsServerSettings(
   config: Pick<Config, 'metricsHost' | 'metricsPort' | 'metricsToken'>,
   defaultPort: number,
 ): Pick<MetricsServerOptions, 'host' | 'port' | 'token'> | null {
   if (config.metricsPort === 'off') return null;
+  if (!config.metricsToken && !isLoopbackHost(config.metricsHost)) {
+    throw new Error(
+      `FFOP_METRICS_TOKEN must be set when FFOP_METRICS_HOST (${config.metricsHost}) is not a loopback address ` +
+        '(or FFOP_METRICS_PORT=off): /metrics would be open to the network',
+    );
+  }
   return { host: config.metricsHost, port: config.metricsPort ?? defaultPort, token: config.metricsToken };
+}
+
+/** 127.0.0.0/8, ::1 and localhost: reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 export interface MetricsServer {

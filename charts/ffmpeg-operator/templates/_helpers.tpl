@@ -202,11 +202,17 @@ affinity:
   value: "0.0.0.0"
 - name: FFOP_METRICS_PORT
   value: {{ .port | quote }}
-{{- with .ctx.Values.metrics.tokenSecret.name }}
+{{- /* The generated token exists only with metrics.enabled. */}}
+{{- if or .ctx.Values.metrics.tokenSecret.name .ctx.Values.metrics.enabled }}
 - name: FFOP_METRICS_TOKEN
   valueFrom:
     secretKeyRef:
-      name: {{ . }}
-      key: {{ $.ctx.Values.metrics.tokenSecret.key }}
+      name: {{ include "ffmpeg-operator.metricsTokenSecret" .ctx }}
+      key: {{ .ctx.Values.metrics.tokenSecret.key }}
 {{- end }}
+{{- end }}
+
+{{/* The Secret holding the /metrics token: the one named in values, else the generated keys Secret. */}}
+{{- define "ffmpeg-operator.metricsTokenSecret" -}}
+{{- .Values.metrics.tokenSecret.name | default (include "ffmpeg-operator.keysSecret" .) }}
 {{- end }}
