@@ -17,7 +17,8 @@ import type { EngineMetrics } from '../metrics/metrics.ts';
 export type EngineSettings = Pick<
   Config,
   'workDir' | 'downloadMaxBytes' | 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds' | 'allowAddresses' | 'abandonedUploadSeconds'
->;
+> &
+  Partial<Pick<Config, 'idleUploadSeconds'>>;
 
 export interface EngineOptions {
   settings: EngineSettings;
@@ -74,6 +75,7 @@ export function createEngine(o: EngineOptions): Engine {
     prober: o.prober,
     download: { maxBytes: settings.downloadMaxBytes, timeoutSeconds: settings.downloadTimeoutSeconds, allow: settings.allowAddresses },
     abandonedUploadSeconds: settings.abandonedUploadSeconds,
+    idleUploadSeconds: settings.idleUploadSeconds,
     resyncMs: o.fileTasksResyncMs,
     metrics: o.metrics,
   });
