@@ -35,7 +35,7 @@ describe('a full disk', { skip: isRoot ? false : 'mounting a small tmpfs needs r
     filler = join(mount, 'filler');
     media = await startMediaServer(async (dir) => {
       await makeClip(dir, 'clip.mp4', 2);
-      await writeFile(join(dir, 'big.bin'), randomBytes(4 * MiB));
+      await writeFile(join(dir, 'big.bin'), randomBytes(16 * MiB));
     });
     svc = await startService({
       allow: [media.allowEntry],

@@ -18,7 +18,7 @@ execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mount]);
 const filler = join(mount, 'filler');
 const media = await startMediaServer(async (dir) => {
   await makeClip(dir, 'clip.mp4', 2);
-  await writeFile(join(dir, 'big.bin'), randomBytes(4 * MiB));
+  await writeFile(join(dir, 'big.bin'), randomBytes(16 * MiB));
 });
 const svc = await startService({
   allow: [media.allowEntry],
