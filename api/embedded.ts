@@ -16,6 +16,7 @@ import type { FileTasks } from '../core/engine/file-tasks.ts';
 import { uploadUrlTtlSeconds, type Config } from '../core/config.ts';
 import { openDatabase, type Database } from '../core/db/database.ts';
 import { LocalStorage } from '../core/storage/local-storage.ts';
+import { HANDOFF_DIR_ENV } from '../core/storage/handoff.ts';
 import type { Storage } from '../core/storage/storage.ts';
 import { LocalProcessBackend } from '../core/engine/local-process-backend.ts';
 import type { Reconciler } from '../core/engine/reconciler.ts';
@@ -105,6 +106,8 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
         FFOP_MAX_OUTPUT_FILE_BYTES: String(config.maxOutputFileBytes),
         FFOP_MAX_MEMORY_BYTES: String(config.maxMemoryBytes),
         FFOP_MAX_OUTPUT_FILES: String(config.maxOutputFiles),
+        // Outputs are moved into local storage rather than copied (handoff.ts).
+        ...(storage instanceof LocalStorage ? { [HANDOFF_DIR_ENV]: await storage.handoffDir() } : {}),
         ...runnerEnvFor(confinement),
       },
       uids,
@@ -135,7 +138,10 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       cancelRequested: () => reconciler.cancelRequested(),
       kickFileTasks: () => fileTasks.kick(),
       uploadTtlSeconds: uploadUrlTtlSeconds(config),
-      storageRoutes: storage instanceof LocalStorage ? storageFilesRoutes(storage) : publicFilesProxy(storage),
+      storageRoutes:
+        storage instanceof LocalStorage
+          ? storageFilesRoutes(storage, { reserveBytes: config.diskReserveBytes })
+          : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
       trustedProxies: config.trustedProxies,
       metrics,

@@ -44,6 +44,10 @@ export interface Config {
   sandboxUidCount: number;
   /** Direct uploads neither completed nor aborted are cleaned up after this long (default 7 days). */
   abandonedUploadSeconds: number;
+  /** Uploads that received no part for this long are cleaned up before abandonedUploadSeconds (default 1 day). */
+  idleUploadSeconds: number;
+  /** Bytes uploads and stored outputs must leave free on the storage's disk (local storage); else 507. */
+  diskReserveBytes: number;
   maxBodyBytes: number;
   logLevel: string;
   defaultAccount: string;
@@ -62,6 +66,14 @@ function num(env: Env, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+function nonNegative(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a whole number of 0 or more, got "${raw}"`);
   return n;
 }
 
@@ -137,6 +149,8 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxUidBase: num(env, 'FFOP_SANDBOX_UID_BASE', DEFAULT_UID_BASE),
     sandboxUidCount: num(env, 'FFOP_SANDBOX_UID_COUNT', DEFAULT_UID_COUNT),
     abandonedUploadSeconds: num(env, 'FFOP_ABANDONED_UPLOAD_SECONDS', 7 * 86400),
+    idleUploadSeconds: num(env, 'FFOP_IDLE_UPLOAD_SECONDS', 86400),
+    diskReserveBytes: nonNegative(env, 'FFOP_DISK_RESERVE_BYTES', 128 * 1024 * 1024),
     maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',
     defaultAccount: env.FFOP_DEFAULT_ACCOUNT ?? 'default',

@@ -4,6 +4,8 @@ import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import { FileProber } from '../core/media/file-prober.ts';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { utimes } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createLogger } from '../core/logger.ts';
 import { FileTasks } from '../core/engine/file-tasks.ts';
 import { startService, type ApiClient, type ServiceFixture } from './harness.ts';
@@ -157,6 +159,45 @@ describe('direct uploads', () => {
     const row = (await service.files.findById(init.body.file_id))!;
     const parts = await service.storage.listParts(row.storageKey, row.uploadId!).catch(() => []);
     assert.deepEqual(parts, []);
+  });
+
+  test('uploads that received no part for FFOP_IDLE_UPLOAD_SECONDS are cleaned up sooner; active ones stay (injected clock)', async () => {
+    const api = svc.client();
+    const idle = await api.post('/v1/files/init-upload', { filename: 'idle.bin', size_bytes: 10 });
+    const active = await api.post('/v1/files/init-upload', { filename: 'active.bin', size_bytes: 10 });
+    await putParts(idle.body.upload_urls, Buffer.alloc(10, 2), 5 * MiB);
+    await putParts(active.body.upload_urls, Buffer.alloc(10, 3), 5 * MiB);
+    const { service } = svc;
+    const { confinement, uids } = await testConfinement();
+    const tasksAt = (hours: number) =>
+      new FileTasks({
+        files: service.files,
+        accounts: service.accounts,
+        storage: service.storage,
+        logger: createLogger('silent'),
+        prober: new FileProber({ confinement, uids }),
+        workDir: `${svc.dataDir}/work`,
+        download: { maxBytes: 1e9, timeoutSeconds: 10, allow: [] },
+        abandonedUploadSeconds: 7 * 86400,
+        idleUploadSeconds: 86400,
+        clock: () => new Date(Date.now() + hours * 3600_000),
+      });
+    // The active upload's part arrives 20 hours in (its data file written then).
+    const activeRow = (await service.files.findById(active.body.file_id))!;
+    const partTime = new Date(Date.now() + 20 * 3600_000);
+    await utimes(join(svc.dataDir, 'storage', 'uploads', activeRow.uploadId!, 'data'), partTime, partTime);
+    await tasksAt(23).pass();
+    assert.equal((await api.get(`/v1/files/${idle.body.file_id}`)).body.status, 'QUEUED');
+    await tasksAt(25).pass();
+    const expired = await api.get(`/v1/files/${idle.body.file_id}`);
+    assert.equal(expired.body.status, 'FAILED');
+    assert.equal(expired.body.error_status, 'UPLOAD_EXPIRED');
+    assert.match(expired.body.external_error_message, /received no part for 1 day; its parts were discarded/);
+    const row = (await service.files.findById(idle.body.file_id))!;
+    assert.deepEqual(await service.storage.listParts(row.storageKey, row.uploadId!).catch(() => []), []);
+    assert.equal((await api.get(`/v1/files/${active.body.file_id}`)).body.status, 'QUEUED', 'a part 20 h in keeps it until 44 h');
+    await tasksAt(45).pass();
+    assert.equal((await api.get(`/v1/files/${active.body.file_id}`)).body.error_status, 'UPLOAD_EXPIRED');
   });
 
   test('quotas: an upload larger than the storage quota is a 403 naming it', async () => {

@@ -12,6 +12,7 @@ import { ErrorStatus } from '../core/commands/error-status.ts';
 import { confinementFromEnv } from './confinement-from-env.ts';
 import { httpReporter, type Reporter } from './reporter.ts';
 import { runStep } from './run-step.ts';
+import { HANDOFF_DIR_ENV } from '../core/storage/handoff.ts';
 
 const abort = new AbortController();
 process.on('SIGTERM', () => abort.abort());
@@ -50,6 +51,7 @@ async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void): Promi
       maxMemoryBytes: positive('FFOP_MAX_MEMORY_BYTES'),
       maxOutputFiles: positive('FFOP_MAX_OUTPUT_FILES'),
       podMemoryLimit: process.env.FFOP_POD_MEMORY_LIMIT || undefined,
+      handoffDir: process.env[HANDOFF_DIR_ENV] || undefined,
     });
   } catch (err) {
     // No confinement, no ffmpeg: the step fails and says why.

@@ -10,7 +10,8 @@ import type { FileProber } from '../core/media/file-prober.ts';
 import { unknownMedia } from '../core/media/unknown-media.ts';
 import { INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { StepFailure } from './step-failure.ts';
-import { putFile } from './put-file.ts';
+import { putFile, StorageAnswer } from './put-file.ts';
+import { outOfSpaceMessage } from '../core/storage/out-of-space.ts';
 
 /** Files under `base` (relative paths), with their size and modification time. */
 export async function listFiles(base: string, skipTopLevel: string[] = []): Promise<Map<string, string>> {
@@ -37,6 +38,8 @@ export interface CollectOptions {
   prober: FileProber;
   /** Most files one playlist or OUTPUT_FOLDER output may hold. */
   maxFiles: number;
+  /** Embedded mode: the local storage's hand-off folder (put-file.ts). */
+  handoffDir?: string;
 }
 
 export async function collectOutputs(
@@ -58,7 +61,7 @@ async function uploadFile(output: StepOutput, dir: string, o: CollectOptions): P
   const path = join(dir, OUTPUT_DIR, output.alias, output.fileName);
   const size = await nonEmptySize(path, output);
   const media = await o.prober.describe(path, output.fileName);
-  await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o.signal);
+  await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o);
   return { alias: output.alias, fileName: output.fileName, size, media };
 }
 
@@ -70,7 +73,7 @@ async function uploadPlaylist(output: StepOutput, dir: string, o: CollectOptions
   const media = await o.prober.describe(join(folder, output.fileName), output.fileName);
   const zipPath = join(dir, `${output.alias}.zip`);
   const zip = await zipFiles(folder, names, zipPath);
-  await put(output, zipPath, zip.size, 'application/zip', o.signal);
+  await put(output, zipPath, zip.size, 'application/zip', o);
   return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: names.length, compressedSize: zip.size, media };
 }
 
@@ -90,7 +93,7 @@ async function uploadFolder(output: StepOutput, dir: string, before: Map<string,
   await mkdir(join(dir, OUTPUT_DIR), { recursive: true });
   const zipPath = join(dir, OUTPUT_DIR, output.fileName);
   const zip = await zipFiles(dir, produced, zipPath);
-  await put(output, zipPath, zip.size, 'application/zip', o.signal);
+  await put(output, zipPath, zip.size, 'application/zip', o);
   return {
     alias: output.alias,
     fileName: output.fileName,
@@ -125,10 +128,14 @@ async function nonEmptySize(path: string, output: StepOutput): Promise<number> {
   return size;
 }
 
-async function put(output: StepOutput, path: string, size: number, contentType: string, signal: AbortSignal): Promise<void> {
+async function put(output: StepOutput, path: string, size: number, contentType: string, o: CollectOptions): Promise<void> {
   try {
-    await putFile(output.uploadUrl, path, { size, contentType, signal });
+    await putFile(output.uploadUrl, path, { size, contentType, signal: o.signal, handoffDir: o.handoffDir });
   } catch (err) {
+    // 507: the storage's disk is full (the local storage says so before it takes the bytes).
+    if (err instanceof StorageAnswer && err.status === 507) {
+      throw new StepFailure(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage(`storing ${output.alias}`));
+    }
     throw new StepFailure(ErrorStatus.OUTPUT_UPLOAD_FAILED, `could not store ${output.alias}: ${(err as Error).message}`);
   }
 }

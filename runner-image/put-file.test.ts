@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { putFile } from './put-file.ts';
+import { putFile, StorageAnswer } from './put-file.ts';
+import { HANDOFF_HEADER, HANDOFF_SIZE_HEADER } from '../core/storage/handoff.ts';
 
 /** A storage stand-in on loopback: `answer` decides what each PUT gets. */
 async function storageServer(answer: (req: IncomingMessage, res: ServerResponse) => void) {
@@ -100,6 +101,78 @@ test('no storage listening, or the step stopped during the upload: the PUT fails
       const putting = putFile(`${storage.url}/put/a`, path, { ...options(1024), signal: stop.signal });
       setTimeout(() => stop.abort(), 50);
       await assert.rejects(putting, { name: 'AbortError' });
+    });
+  } finally {
+    await storage.close();
+  }
+});
+
+test('hand-off: the file is moved into the hand-off folder and the PUT names it, with no body', async () => {
+  const handoffDir = await mkdtemp(join(tmpdir(), 'put-file-handoff-'));
+  const seen: { name: string; size: string | undefined; length: string | undefined; bytes: number; there: number }[] = [];
+  const storage = await storageServer((req, res) => {
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => {
+      const name = String(req.headers[HANDOFF_HEADER]);
+      void stat(join(handoffDir, name)).then(async (s) => {
+        seen.push({ name, size: req.headers[HANDOFF_SIZE_HEADER] as string, length: req.headers['content-length'], bytes, there: s.size });
+        // Adopts the first; refuses the second (which leaves the file for the runner to remove).
+        if (seen.length === 1) await rm(join(handoffDir, name));
+        res.writeHead(seen.length === 1 ? 200 : 400).end();
+      });
+    });
+  });
+  try {
+    await withFile(70_000, async (path) => {
+      await putFile(`${storage.url}/put/a?sig=x`, path, { ...options(70_000), handoffDir });
+      await assert.rejects(stat(path), { code: 'ENOENT' }); // moved, not copied
+    });
+    await withFile(10, async (path) => {
+      await assert.rejects(putFile(`${storage.url}/put/b?sig=x`, path, { ...options(10), handoffDir }), (err: unknown) => {
+        assert.ok(err instanceof StorageAnswer);
+        assert.equal(err.status, 400);
+        return true;
+      });
+    });
+    assert.deepEqual(
+      seen.map(({ size, length, bytes, there }) => ({ size, length, bytes, there })),
+      [
+        { size: '70000', length: '0', bytes: 0, there: 70_000 },
+        { size: '10', length: '0', bytes: 0, there: 10 },
+      ],
+    );
+    assert.match(seen[0].name, /^[A-Za-z0-9_-]{32}$/);
+    assert.deepEqual(await readdir(handoffDir), [], 'the refused file was removed by the runner');
+  } finally {
+    await storage.close();
+    await rm(handoffDir, { recursive: true, force: true });
+  }
+});
+
+test('hand-off folder unusable (e.g. another filesystem): the bytes go in the body as before', async () => {
+  let received = 0;
+  const storage = await storageServer((req, res) => {
+    assert.equal(req.headers[HANDOFF_HEADER], undefined);
+    req.on('data', (chunk: Buffer) => (received += chunk.length));
+    req.on('end', () => res.writeHead(200).end());
+  });
+  try {
+    await withFile(1000, async (path) => {
+      await putFile(`${storage.url}/put/a?sig=x`, path, { ...options(1000), handoffDir: '/nonexistent/handoff' });
+      assert.equal((await stat(path)).size, 1000);
+    });
+    assert.equal(received, 1000);
+  } finally {
+    await storage.close();
+  }
+});
+
+test('a 507 from storage is a StorageAnswer with that status', async () => {
+  const storage = await storageServer((req, res) => res.writeHead(507).end('{"detail":"full"}'));
+  try {
+    await withFile(10, async (path) => {
+      await assert.rejects(putFile(`${storage.url}/put/a?sig=x`, path, options(10)), { name: 'StorageAnswer', status: 507 });
     });
   } finally {
     await storage.close();

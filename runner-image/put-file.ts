@@ -1,37 +1,78 @@
 // The PUT of one output to its presigned URL: the file streamed as the body through node:http(s).
 // fetch needed the file wrapped in a web stream and undici's request machinery (loaded on first use),
 // a few milliseconds of the runner's CPU per step, taken from ffmpeg on the same cores.
+// Embedded mode with local storage on the same filesystem: the file is moved into the storage's
+// hand-off folder and the PUT names it instead of carrying it (LocalStorage.adoptHandoff), so storing
+// an output needs no second copy of it on the disk.
+import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { HANDOFF_HEADER, HANDOFF_SIZE_HEADER } from '../core/storage/handoff.ts';
 
 export interface PutFileOptions {
   size: number;
   contentType: string;
   signal: AbortSignal;
+  /** The local storage's hand-off folder (FFOP_STORAGE_HANDOFF_DIR), when the runner may use it. */
+  handoffDir?: string;
+}
+
+/** Storage answered, but not 2xx. */
+export class StorageAnswer extends Error {
+  readonly status: number;
+  constructor(status: number) {
+    super(`storage answered HTTP ${status}`);
+    this.name = 'StorageAnswer';
+    this.status = status;
+  }
 }
 
 /** Resolves once storage answered 2xx; rejects with its status otherwise, or with the transfer's error when it did not answer. */
 export async function putFile(url: string, path: string, o: PutFileOptions): Promise<void> {
+  const handoff = o.handoffDir ? await moveToHandoff(path, o.handoffDir) : null;
+  try {
+    const headers: Record<string, string> = handoff
+      ? { 'content-length': '0', [HANDOFF_HEADER]: handoff.name, [HANDOFF_SIZE_HEADER]: String(o.size) }
+      : { 'content-length': String(o.size) };
+    await send(url, handoff ? Readable.from([]) : createReadStream(path), { ...headers, 'content-type': o.contentType }, o.signal);
+  } finally {
+    // Adopted: gone already. Refused or never received: nothing else removes it.
+    if (handoff) await rm(handoff.path, { force: true });
+  }
+}
+
+/** Moves the file into the hand-off folder under a random name; null when it cannot (another filesystem). */
+async function moveToHandoff(path: string, handoffDir: string): Promise<{ name: string; path: string } | null> {
+  const name = randomBytes(24).toString('base64url');
+  const target = join(handoffDir, name);
+  try {
+    await rename(path, target);
+    return { name, path: target };
+  } catch {
+    return null; // EXDEV and the like: the bytes travel in the body instead
+  }
+}
+
+async function send(url: string, body: Readable, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
   const target = new URL(url);
-  const request = (target.protocol === 'https:' ? https : http).request(target, {
-    method: 'PUT',
-    headers: { 'content-length': String(o.size), 'content-type': o.contentType },
-    signal: o.signal,
-  });
+  const request = (target.protocol === 'https:' ? https : http).request(target, { method: 'PUT', headers, signal });
   // on, not once: an error after the answer (the connection reset) must not go unhandled.
   const answered = new Promise<IncomingMessage>((resolve, reject) => {
     request.on('response', resolve);
     request.on('error', reject);
   });
-  const [, answer] = await Promise.allSettled([pipeline(createReadStream(path), request), answered]);
+  const [, answer] = await Promise.allSettled([pipeline(body, request), answered]);
   if (answer.status === 'rejected') throw answer.reason;
   const response = answer.value;
   response.resume(); // the body says nothing we need; reading it frees the connection for the next PUT
   const status = response.statusCode ?? 0;
   // Storage refusing early (a bad signature) may cut the upload short: its status is the better reason.
-  if (status < 200 || status > 299) throw new Error(`storage answered HTTP ${status}`);
+  if (status < 200 || status > 299) throw new StorageAnswer(status);
   // A 2xx means storage has the whole body (it checks the declared length), whatever the request's own
   // end reported: a premature close, when storage closes the connection with its answer (an API pod
   // shutting down during a rollout), is no failure.

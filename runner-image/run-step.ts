@@ -15,6 +15,7 @@ import { FileProber } from '../core/media/file-prober.ts';
 import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { collectOutputs, listFiles } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
+import { ffmpegRanOutOfSpace, isOutOfSpace, outOfSpaceMessage } from '../core/storage/out-of-space.ts';
 import { ffmpegErrorText } from './ffmpeg-error.ts';
 import { oomKillCount } from './memory-cgroup.ts';
 import { progressEvents } from './progress-events.ts';
@@ -37,6 +38,8 @@ export interface RunStepOptions {
   maxOutputFiles?: number;
   /** Cluster mode: the pod's memory limit as Kubernetes writes it (e.g. "4608Mi"), named when it kills ffmpeg. */
   podMemoryLimit?: string;
+  /** Embedded mode: the local storage's hand-off folder, to store outputs without a second copy. */
+  handoffDir?: string;
 }
 
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
@@ -110,6 +113,9 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
             `(the runner pod's limit, FFOP_RUNNER_MEMORY_LIMIT): ${ffmpegErrorText(run.stderrTail)}`,
         );
       }
+      if (ffmpegRanOutOfSpace(run.stderrTail)) {
+        throw new StepFailure(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage('ffmpeg wrote its output', ffmpegErrorText(run.stderrTail)));
+      }
       throw new StepFailure(
         ErrorStatus.FFMPEG_FAILED,
         ffmpegFailure(run, { memoryBytes, fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES }),
@@ -122,6 +128,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       signal: o.signal,
       prober,
       maxFiles: o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
+      handoffDir: o.handoffDir,
     });
     o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs });
   } catch (err) {
@@ -129,7 +136,11 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     // account of the failure (e.g. DEADLINE_EXCEEDED) must not be overtaken by ours.
     if (o.signal.aborted) return;
     const failure =
-      err instanceof StepFailure ? err : new StepFailure(ErrorStatus.INTERNAL_ERROR, `runner error: ${(err as Error).message}`);
+      err instanceof StepFailure
+        ? err
+        : isOutOfSpace(err)
+          ? new StepFailure(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage('the step wrote its working files', (err as Error).message))
+          : new StepFailure(ErrorStatus.INTERNAL_ERROR, `runner error: ${(err as Error).message}`);
     o.emit({ type: 'result', ok: false, errorStatus: failure.errorStatus, errorMessage: failure.message, ffmpegSeconds, inputBytes });
   } finally {
     await rm(dir, { recursive: true, force: true });

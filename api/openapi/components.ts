@@ -21,6 +21,9 @@ export const ERROR_STATUS_DOC: Record<string, string> = {
   OUTPUT_FILE_NOT_CREATED: 'ffmpeg succeeded but did not write a declared output file.',
   TOO_MANY_OUTPUT_FILES: 'A playlist or OUTPUT_FOLDER output holds more files than one output may (FFOP_MAX_OUTPUT_FILES, default 1000).',
   OUTPUT_UPLOAD_FAILED: 'An output could not be written to storage.',
+  OUT_OF_SPACE:
+    "The service's disk was full while it downloaded an input, ffmpeg wrote an output, or an output or file was stored; " +
+    'nothing is wrong with the request: try again later. error_message says which write it was.',
   UPLOAD_ABORTED: 'Files: a direct upload was aborted (abort-upload).',
   UPLOAD_EXPIRED: 'Files: a direct upload was neither completed nor aborted in time and was cleaned up.',
   STORAGE_QUOTA_EXCEEDED: "Files: storing the file would have exceeded the account's storage quota.",

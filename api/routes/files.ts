@@ -192,7 +192,8 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       summary: 'Start a direct multipart upload',
       description:
         'PUT part k (exactly part_size bytes, the last one the remainder) to upload_urls[k-1], keep each ETag header, ' +
-        'then complete-upload.',
+        'then complete-upload. With local storage, a part PUT the service has no disk space for is answered ' +
+        '507 Insufficient Storage, {"detail": "The service ran out of disk space ..."} with Retry-After; send the part again later.',
       tags: ['files'],
       requestBody: jsonRequestBody(initUploadSchema),
       responses: {

@@ -4,6 +4,8 @@
 // part's ETag is opaque, as in S3 (see LocalStorage.receivePart).
 // A PUT carrying uploadId and partNumber is a multipart part upload, and needs a signed part URL;
 // its body must be exactly the part size the URL was signed for.
+// A full disk answers 507 with a detail: at once when the body cannot fit (a free-space check before
+// reading it), or as soon as a write meets ENOSPC/EDQUOT; nothing half-written is kept.
 import { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
@@ -16,7 +18,9 @@ import { assertValidKey } from '../../core/storage/keys.ts';
 import { contentTypeForFileName } from '../../core/media/mime.ts';
 import { normalizeContentType } from '../../core/storage/content-types.ts';
 import { ObjectSizeMismatch } from '../../core/storage/storage.ts';
-import { PART_NUMBER_PARAM, UPLOAD_ID_PARAM } from '../../core/storage/local-storage.ts';
+import { HandoffRefused, PART_NUMBER_PARAM, UPLOAD_ID_PARAM } from '../../core/storage/local-storage.ts';
+import { HANDOFF_HEADER, HANDOFF_SIZE_HEADER } from '../../core/storage/handoff.ts';
+import { isOutOfSpace } from '../../core/storage/out-of-space.ts';
 import type { LocalStorage } from '../../core/storage/local-storage.ts';
 
 const ROUTE_PREFIX = '/storage/';
@@ -25,7 +29,12 @@ export const DEFAULT_MAX_UPLOAD_BYTES = 5 * 1024 ** 3;
 export const PUBLIC_CACHE_CONTROL = 'public, max-age=300';
 export const SIGNED_CACHE_CONTROL = 'private, no-store';
 
+/** What a 507's Retry-After suggests: space comes back when an operator or a cleanup frees it. */
+const OUT_OF_SPACE_RETRY_SECONDS = 60;
+
 export interface StorageFilesOptions {
+  /** Bytes a PUT must leave free on the storage's filesystem (FFOP_DISK_RESERVE_BYTES); else 507. */
+  reserveBytes?: number;
   /** Cap on a whole-object PUT. */
   maxUploadBytes?: number;
   /** Cap on one multipart part; S3's 5 GiB by default. */
@@ -35,14 +44,15 @@ export interface StorageFilesOptions {
 export function storageFilesRoutes(storage: LocalStorage, options: StorageFilesOptions = {}): Hono {
   const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
   const maxPartBytes = options.maxPartBytes ?? MAX_PART_BYTES;
+  const reserveBytes = options.reserveBytes ?? 0;
   const app = new Hono();
   // Hono routes HEAD to GET handlers; serveObject looks at the real method to skip the body.
   app.get('/storage/*', (c) => serveObject(c, storage));
   app.put('/storage/*', (c) => {
     const query = new URL(c.req.url).searchParams;
     return query.has(UPLOAD_ID_PARAM) || query.has(PART_NUMBER_PARAM)
-      ? receivePart(c, storage, maxPartBytes)
-      : receiveObject(c, storage, maxUploadBytes);
+      ? receivePart(c, storage, maxPartBytes, reserveBytes)
+      : receiveObject(c, storage, maxUploadBytes, reserveBytes);
   });
   return app;
 }
@@ -92,7 +102,7 @@ async function serveObject(c: Context, storage: LocalStorage): Promise<Response>
   return new Response(body, { status, headers });
 }
 
-async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: number): Promise<Response> {
+async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: number, reserveBytes: number): Promise<Response> {
   const url = new URL(c.req.url);
   const key = keyFromPath(url.pathname);
   if (key === null) return problem(c, 400, 'Invalid storage key');
@@ -103,12 +113,17 @@ async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: 
   if (size === null) return problem(c, 411, 'Content-Length is required');
   if (size > maxUploadBytes) return problem(c, 413, `File larger than ${maxUploadBytes} bytes`);
   const contentType = normalizeContentType(c.req.header('content-type')) ?? contentTypeForFileName(key);
+  const handoff = c.req.header(HANDOFF_HEADER);
+  if (handoff !== undefined) return adoptHandoff(c, storage, key, handoff, contentType, maxUploadBytes);
+  const full = await refuseWhenFull(c, storage, `the file (${size} bytes)`, size, reserveBytes);
+  if (full) return full;
 
   let md5: string;
   try {
     md5 = await storage.receiveObject(key, requestBody(c), { size, contentType });
   } catch (err) {
     if (err instanceof ObjectSizeMismatch) return problem(c, 400, 'Body length does not match Content-Length');
+    if (isOutOfSpace(err)) return outOfSpace(c, `the file (${size} bytes)`);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
       return problem(c, 409, 'Key conflicts with an existing file or folder');
@@ -118,7 +133,7 @@ async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: 
   return c.body(null, 200, { ETag: `"${md5}"`, 'Cache-Control': 'no-store' });
 }
 
-async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: number): Promise<Response> {
+async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: number, reserveBytes: number): Promise<Response> {
   const url = new URL(c.req.url);
   const key = keyFromPath(url.pathname);
   if (key === null) return problem(c, 400, 'Invalid storage key');
@@ -144,6 +159,8 @@ async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: numb
     );
   }
   if (size > maxPartBytes) return problem(c, 413, `Part larger than ${maxPartBytes} bytes`);
+  const full = await refuseWhenFull(c, storage, `part ${access.partNumber} (${size} bytes)`, size, reserveBytes);
+  if (full) return full;
   try {
     const etag = await storage.receivePart(key, access.uploadId, access.partNumber, requestBody(c), size);
     return c.body(null, 200, { ETag: `"${etag}"`, 'Cache-Control': 'no-store' });
@@ -151,8 +168,60 @@ async function receivePart(c: Context, storage: LocalStorage, maxPartBytes: numb
     if (err instanceof ObjectSizeMismatch) return problem(c, 400, 'Body length does not match Content-Length');
     if (err instanceof UploadNotFound) return problem(c, 404, 'Upload not found');
     if (err instanceof MultipartConflict) return problem(c, 409, err.message);
+    if (isOutOfSpace(err)) return outOfSpace(c, `part ${access.partNumber} (${size} bytes)`);
     throw err;
   }
+}
+
+/** The hand-off PUT of a runner (handoff.ts): the output is already on this filesystem, so no space check. */
+async function adoptHandoff(
+  c: Context,
+  storage: LocalStorage,
+  key: string,
+  name: string,
+  contentType: string,
+  maxUploadBytes: number,
+): Promise<Response> {
+  const sizeText = c.req.header(HANDOFF_SIZE_HEADER) ?? '';
+  if (!/^[0-9]{1,16}$/.test(sizeText)) return problem(c, 400, `${HANDOFF_SIZE_HEADER} is required with ${HANDOFF_HEADER}`);
+  const size = Number(sizeText);
+  if (size > maxUploadBytes) return problem(c, 413, `File larger than ${maxUploadBytes} bytes`);
+  try {
+    await storage.adoptHandoff(key, name, size, contentType);
+  } catch (err) {
+    if (err instanceof HandoffRefused) return problem(c, 400, err.message);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST') {
+      return problem(c, 409, 'Key conflicts with an existing file or folder');
+    }
+    if (isOutOfSpace(err)) return outOfSpace(c, `the file (${size} bytes)`);
+    throw err;
+  }
+  return c.body(null, 200, { 'Cache-Control': 'no-store' });
+}
+
+/**
+ * 507 at once, before a byte is read, when `size` bytes would not fit with `reserveBytes` left over
+ * (room kept for the database and the work in progress); null when they fit.
+ */
+async function refuseWhenFull(
+  c: Context,
+  storage: LocalStorage,
+  what: string,
+  size: number,
+  reserveBytes: number,
+): Promise<Response | null> {
+  const free = await storage.freeBytes();
+  if (size + reserveBytes <= free) return null;
+  return outOfSpace(c, `${what}: ${free} bytes are free, ${reserveBytes} of them kept in reserve`);
+}
+
+/** 507 Insufficient Storage: the disk is full; nothing was stored (a partly written part counts as not sent). */
+function outOfSpace(c: Context, what: string): Response {
+  return c.json({ detail: `The service ran out of disk space and could not store ${what}; try again later` }, 507, {
+    'Cache-Control': 'no-store',
+    'Retry-After': String(OUT_OF_SPACE_RETRY_SECONDS),
+  });
 }
 
 /** The declared body size; null when absent or malformed (chunked uploads are refused). */

@@ -21,6 +21,8 @@ export const ErrorStatus = {
   TOO_MANY_OUTPUT_FILES: 'TOO_MANY_OUTPUT_FILES',
   /** An output could not be written to storage. */
   OUTPUT_UPLOAD_FAILED: 'OUTPUT_UPLOAD_FAILED',
+  /** The service's disk was full (downloading an input, ffmpeg's output, storing a file); not the request's fault. */
+  OUT_OF_SPACE: 'OUT_OF_SPACE',
   /** A step as a whole (downloads, ffmpeg and uploads) ran past its deadline and was stopped. */
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
   /** A direct upload was aborted by the client (abort-upload). */

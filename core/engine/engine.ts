@@ -19,7 +19,7 @@ export type EngineSettings = Pick<
   Config,
   'workDir' | 'downloadMaxBytes' | 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds' | 'allowAddresses' | 'abandonedUploadSeconds'
 > &
-  Partial<Pick<Config, 'maxOutputFileBytes' | 'maxOutputFiles'>>;
+  Partial<Pick<Config, 'maxOutputFileBytes' | 'maxOutputFiles' | 'idleUploadSeconds'>>;
 
 export interface EngineOptions {
   settings: EngineSettings;
@@ -82,6 +82,7 @@ export function createEngine(o: EngineOptions): Engine {
     prober: o.prober,
     download: { maxBytes: settings.downloadMaxBytes, timeoutSeconds: settings.downloadTimeoutSeconds, allow: settings.allowAddresses },
     abandonedUploadSeconds: settings.abandonedUploadSeconds,
+    idleUploadSeconds: settings.idleUploadSeconds,
     resyncMs: o.fileTasksResyncMs,
     metrics: o.metrics,
     health: o.database.health,

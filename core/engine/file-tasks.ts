@@ -21,6 +21,7 @@ import type { FileProber } from '../media/file-prober.ts';
 import { createAddressPolicy } from '../net/address-policy.ts';
 import { DownloadError, downloadToFile } from '../net/download.ts';
 import type { Storage } from '../storage/storage.ts';
+import { isOutOfSpace, outOfSpaceMessage } from '../storage/out-of-space.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
 
@@ -38,6 +39,8 @@ export interface FileTasksOptions {
   download: { maxBytes: number; timeoutSeconds: number; allow: string[] };
   /** Uploads older than this are cleaned up (seconds; the spec's default is 7 days). */
   abandonedUploadSeconds: number;
+  /** Uploads that received no part for this long are cleaned up sooner (seconds; FFOP_IDLE_UPLOAD_SECONDS). */
+  idleUploadSeconds?: number;
   clock?: () => Date;
   resyncMs?: number;
   /** Prometheus metrics: each task's end. */
@@ -103,6 +106,10 @@ export class FileTasks {
           if (this.stopped) return; // shutting down: the next start picks the file up again
           // The database went away under it: not the file's failure; the first pass after the outage starts it over.
           if (this.options.health?.failed(err)) return void (this.cutShortByOutage = true);
+          if (isOutOfSpace(err)) {
+            const message = outOfSpaceMessage(f.status === FileStatus.UPLOADED ? 'probing the uploaded file' : 'storing the file');
+            return this.fail(f, ErrorStatus.OUT_OF_SPACE, message).catch(() => {});
+          }
           this.options.logger.error({ err, file_id: f.id }, 'file task failed');
           await this.fail(f, ErrorStatus.INTERNAL_ERROR, `the file could not be stored: ${(err as Error).message}`).catch(() => {});
         })
@@ -125,19 +132,32 @@ export class FileTasks {
   }
 
   private async cleanAbandonedUploads(): Promise<void> {
-    const cutoff = new Date(this.clock().getTime() - this.options.abandonedUploadSeconds * 1000);
-    const days = Math.round((this.options.abandonedUploadSeconds / 86400) * 10) / 10;
+    const now = this.clock().getTime();
+    const cutoff = new Date(now - this.options.abandonedUploadSeconds * 1000);
     for (const f of await this.options.files.staleUploads(cutoff, FileStatus.QUEUED)) {
-      const moved = await this.options.files.transition(f.id, FileStatus.QUEUED, {
-        status: FileStatus.FAILED,
-        errorStatus: ErrorStatus.UPLOAD_EXPIRED,
-        errorMessage: `the upload was neither completed nor aborted within ${days} days; its parts were discarded`,
-      });
-      if (moved) {
-        await this.options.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
-        this.options.logger.info({ file_id: f.id }, 'abandoned upload cleaned up');
-        this.options.metrics?.fileTaskEnded('expire_upload', 'failed');
-      }
+      await this.expireUpload(f, `the upload was neither completed nor aborted within ${duration(this.options.abandonedUploadSeconds)}`);
+    }
+    // Idle uploads give their parts' disk space back sooner: no part for idleUploadSeconds.
+    const idle = this.options.idleUploadSeconds;
+    if (idle === undefined || idle >= this.options.abandonedUploadSeconds) return;
+    const idleCutoff = now - idle * 1000;
+    for (const f of await this.options.files.staleUploads(new Date(idleCutoff), FileStatus.QUEUED)) {
+      const last = await this.options.storage.lastUploadActivity(f.storageKey, f.uploadId!);
+      if (last !== null && last.getTime() >= idleCutoff) continue;
+      await this.expireUpload(f, `the upload received no part for ${duration(idle)}`);
+    }
+  }
+
+  private async expireUpload(f: FileRow, why: string): Promise<void> {
+    const moved = await this.options.files.transition(f.id, FileStatus.QUEUED, {
+      status: FileStatus.FAILED,
+      errorStatus: ErrorStatus.UPLOAD_EXPIRED,
+      errorMessage: `${why}; its parts were discarded`,
+    });
+    if (moved) {
+      await this.options.storage.abortMultipartUpload(f.storageKey, f.uploadId!);
+      this.options.logger.info({ file_id: f.id }, 'abandoned upload cleaned up');
+      this.options.metrics?.fileTaskEnded('expire_upload', 'failed');
     }
   }
 
@@ -212,4 +232,11 @@ export class FileTasks {
       await rm(dir, { recursive: true, force: true });
     }
   }
+}
+
+/** "7 days", "1 day", "6 hours", "90 seconds": a duration as the messages give it. */
+function duration(seconds: number): string {
+  const [amount, unit] =
+    seconds % 86400 === 0 ? [seconds / 86400, 'day'] : seconds % 3600 === 0 ? [seconds / 3600, 'hour'] : [seconds, 'second'];
+  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
 }

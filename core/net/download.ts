@@ -13,6 +13,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { isOutOfSpace, outOfSpaceMessage } from '../storage/out-of-space.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import { connectChecked, hostOf, literalRefusal, portOf, type GuardErrors } from './guarded-connection.ts';
@@ -54,7 +55,8 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
  * Streams `url` into `destPath` (written under a temporary name in the same folder, then renamed;
  * nothing is left behind on failure). Rejects with a DownloadError whose errorStatus is
  * UNREACHABLE_INPUT_FILE (bad URL or scheme, credentials in the URL, DNS/connect/TLS failure, HTTP
- * error status, too many redirects, timeout), FORBIDDEN_INPUT_ADDRESS or INPUT_FILE_TOO_LARGE.
+ * error status, too many redirects, timeout), FORBIDDEN_INPUT_ADDRESS, INPUT_FILE_TOO_LARGE or OUT_OF_SPACE
+ * (the local disk is full).
  * Messages show at most the URL's origin and path: query strings may hold signatures.
  */
 export async function downloadToFile(url: string, destPath: string, opts: DownloadOptions): Promise<DownloadResult> {
@@ -210,6 +212,9 @@ async function saveBody(response: IncomingMessage, target: URL, destPath: string
 function explainFailure(error: unknown, target: URL, opts: DownloadOptions, deadline: AbortSignal): unknown {
   if (error instanceof DownloadError) return error;
   if (opts.signal?.aborted) return opts.signal.reason;
+  if (isOutOfSpace(error)) {
+    return new DownloadError(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage(`downloading ${describe(target)}`));
+  }
   if (deadline.aborted) return unreachable(`GET ${describe(target)} timed out after ${opts.timeoutMs} ms`);
   return unreachable(`GET ${describe(target)} failed: ${causeOf(error)}`);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +13,9 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
 import { inChunks, readAll, storageContract } from './testing/storage-contract.ts';
-import { LocalStorage } from './local-storage.ts';
+import { HandoffRefused, LocalStorage } from './local-storage.ts';
+import { HANDOFF_HEADER, HANDOFF_SIZE_HEADER } from './handoff.ts';
+import { freeBytes } from './out-of-space.ts';
 import { UploadNotFound } from './storage.ts';
 
 const SIGNING_KEY = 'test-signing-key-0123456789abcdef';
@@ -33,6 +35,7 @@ const TEST_PART_BYTES = 200_000;
 
 interface LocalOptions {
   clock?: () => number;
+  reserveBytes?: number;
   maxUploadBytes?: number;
   maxPartBytes?: number;
 }
@@ -55,6 +58,7 @@ async function startLocal(opts: LocalOptions = {}): Promise<LocalFixture> {
     storageFilesRoutes(storage, {
       maxUploadBytes: opts.maxUploadBytes ?? 8 * 1024 * 1024,
       maxPartBytes: opts.maxPartBytes,
+      reserveBytes: opts.reserveBytes,
     }),
   );
   return {
@@ -652,6 +656,147 @@ describe('local storage: multipart uploads', () => {
     } finally {
       await rm(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe('local storage: no second copy, and a full disk', () => {
+  let fx: LocalFixture;
+  before(async () => {
+    fx = await startLocal();
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  test('putFile on the same filesystem links the file: the stored object is the same inode, private', async () => {
+    const source = join(fx.root, 'source.bin');
+    await writeFile(source, randomBytes(1000), { mode: 0o644 });
+    assert.deepEqual(await fx.storage.putFile('copy/a.bin', source, 'application/octet-stream'), { size: 1000 });
+    const [stored, original] = [await stat(join(fx.root, 'objects', 'copy', 'a.bin')), await stat(source)];
+    assert.equal(stored.ino, original.ino);
+    assert.equal(stored.mode & 0o777, 0o600);
+    assert.deepEqual(await readdir(join(fx.root, 'tmp')), []);
+  });
+
+  test('a hand-off PUT names a file in the hand-off folder: adopted without a copy, then gone from there', async () => {
+    const dir = await fx.storage.handoffDir();
+    const name = randomBytes(24).toString('base64url');
+    const data = randomBytes(5000);
+    await writeFile(join(dir, name), data, { mode: 0o644 });
+    const inode = (await stat(join(dir, name))).ino;
+    const url = await fx.storage.presignPut('handoff/out.mp4', 60);
+    const res = await rawPut(url, Buffer.alloc(0), {
+      'Content-Length': '0',
+      'Content-Type': 'video/mp4',
+      [HANDOFF_HEADER]: name,
+      [HANDOFF_SIZE_HEADER]: String(data.length),
+    });
+    assert.equal(res.status, 200, res.body);
+    const stored = await stat(join(fx.root, 'objects', 'handoff', 'out.mp4'));
+    assert.equal(stored.ino, inode);
+    assert.equal(stored.mode & 0o777, 0o600);
+    assert.deepEqual(await fx.storage.stat('handoff/out.mp4'), { size: data.length, contentType: 'video/mp4' });
+    assert.deepEqual(await readdir(dir), []);
+  });
+
+  test('attack: a hand-off PUT cannot adopt anything but a plain, single-named file of its size in that folder', async () => {
+    const dir = await fx.storage.handoffDir();
+    const outside = join(fx.root, 'outside.bin');
+    await writeFile(outside, 'secret', { mode: 0o644 });
+    const linked = randomBytes(24).toString('base64url');
+    await link(outside, join(dir, linked));
+    const sized = randomBytes(24).toString('base64url');
+    await writeFile(join(dir, sized), 'abc');
+    for (const [name, size, why] of [
+      ['../../outside.bin', 6, /invalid hand-off name/],
+      [randomBytes(24).toString('base64url'), 6, /no such hand-off file/],
+      [linked, 6, /not a plain file/],
+      [sized, 4, /has 3 bytes, not 4/],
+    ] as const) {
+      await assert.rejects(fx.storage.adoptHandoff('handoff/x.bin', name, size, 'text/plain'), (err: Error) => {
+        assert.ok(err instanceof HandoffRefused);
+        assert.match(err.message, why);
+        return true;
+      });
+    }
+    // The hard-linked file kept its mode and owner, and no refused file was stored.
+    assert.equal((await stat(outside)).mode & 0o777, 0o644);
+    assert.equal(await fx.storage.stat('handoff/x.bin'), null);
+    // Each refused hand-off file is gone (the link, not the file it named).
+    assert.deepEqual(await readdir(dir), []);
+    assert.equal(await readFile(outside, 'utf8'), 'secret');
+    // Over HTTP: 400 with the reason; an unsigned hand-off PUT is 403 before anything is looked at.
+    await link(outside, join(dir, linked));
+    const url = await fx.storage.presignPut('handoff/y.bin', 60);
+    const refused = await rawPut(url, Buffer.alloc(0), { 'Content-Length': '0', [HANDOFF_HEADER]: linked, [HANDOFF_SIZE_HEADER]: '6' });
+    assert.equal(refused.status, 400);
+    assert.match(refused.body, /not a plain file/);
+    const unsigned = await rawPut(`${fx.baseUrl}/storage/handoff/y.bin`, Buffer.alloc(0), {
+      'Content-Length': '0',
+      [HANDOFF_HEADER]: linked,
+      [HANDOFF_SIZE_HEADER]: '6',
+    });
+    assert.equal(unsigned.status, 403);
+  });
+
+  test('lastUploadActivity: null before any part, the time of the last write after', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('idle/a.bin', 'application/octet-stream', TEST_PART_BYTES);
+    assert.equal(await fx.storage.lastUploadActivity('idle/a.bin', uploadId), null);
+    await fx.storage.receivePart('idle/a.bin', uploadId, 1, inChunks(Buffer.from('abc'), 3), 3);
+    // A part written an hour after the start (the data file's mtime moves with every write).
+    const later = new Date(Math.floor(Date.now() / 1000) * 1000 + 3600_000);
+    await utimes(join(fx.root, 'uploads', uploadId, 'data'), later, later);
+    assert.equal((await fx.storage.lastUploadActivity('idle/a.bin', uploadId))?.getTime(), later.getTime());
+    assert.equal(await fx.storage.lastUploadActivity('idle/other.bin', uploadId), null);
+    await fx.storage.abortMultipartUpload('idle/a.bin', uploadId);
+    assert.equal(await fx.storage.lastUploadActivity('idle/a.bin', uploadId), null);
+  });
+});
+
+describe('local storage: the disk reserve', () => {
+  const GiB = 1024 ** 3;
+  let fx: LocalFixture;
+  before(async () => {
+    // A reserve of all but 512 MiB of the free space: a 1 GiB body cannot fit, 3 bytes can, with room
+    // for what other processes on the machine write meanwhile.
+    const root = await mkdtemp(join(tmpdir(), 'local-storage-probe-'));
+    const free = await freeBytes(root);
+    await rm(root, { recursive: true });
+    fx = await startLocal({ reserveBytes: Math.max(0, free - GiB / 2), maxPartBytes: 2 * GiB, maxUploadBytes: 2 * GiB });
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  /** Announces `size` bytes, sends a few, and resolves with the answer (then drops the request). */
+  function announce(url: string, size: number): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(url, { method: 'PUT', headers: { 'Content-Length': String(size) } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
+          req.destroy();
+        });
+      });
+      req.on('error', reject);
+      req.write(Buffer.alloc(1024));
+    });
+  }
+
+  test('a part or PUT that would eat into the reserve is a 507 with a detail, before its body is read', async () => {
+    const uploadId = await fx.storage.createMultipartUpload('full/a.bin', 'application/octet-stream', GiB);
+    const part = await announce(await fx.storage.presignUploadPart('full/a.bin', uploadId, 1, 600, GiB), GiB);
+    assert.equal(part.status, 507);
+    assert.match(JSON.parse(part.body).detail, /ran out of disk space and could not store part 1 \(1073741824 bytes\): \d+ bytes are free/);
+    assert.deepEqual(await fx.storage.listParts('full/a.bin', uploadId), []);
+    const put = await announce(await fx.storage.presignPut('full/b.bin', 60), GiB);
+    assert.equal(put.status, 507);
+    assert.match(JSON.parse(put.body).detail, /could not store the file \(1073741824 bytes\)/);
+    assert.equal(await fx.storage.stat('full/b.bin'), null);
+    // What fits is stored.
+    const small = await rawPut(await fx.storage.presignPut('full/c.bin', 60), Buffer.from('abc'), { 'Content-Length': '3' });
+    assert.equal(small.status, 200, small.body);
   });
 });
 

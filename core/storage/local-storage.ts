@@ -3,6 +3,7 @@
 //   meta/<key>     JSON sidecar {contentType}; mirrors the objects tree, so a key that cannot
 //                  exist in objects/ (file/folder clash) cannot clash in meta/ either
 //   tmp/           uploads in progress; renamed into place when complete (atomic replace)
+//   tmp/handoff/   outputs runners moved here to be stored without a copy (adoptHandoff, handoff.ts)
 //   uploads/<id>/  multipart uploads: upload.json {key, contentType, createdAt, partBytes}, data (every
 //                  part written in place at (n-1)·partBytes) and per uploaded part <n>.part ("<ETag>
 //                  <size>", the ETag being CRC-32 and size); completion renames data into place
@@ -10,7 +11,7 @@
 // Everything it creates is private to the service's user: files 0600, folders 0700.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -25,7 +26,17 @@ import { assertValidKey, assertValidPrefix, encodeKeyForUrl, isPublicKey } from 
 import { contentTypeForFileName } from '../media/mime.ts';
 import { normalizeContentType } from './content-types.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
+import { HANDOFF_NAME_PATTERN } from './handoff.ts';
+import { freeBytes } from './out-of-space.ts';
 import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.ts';
+
+/** A hand-off PUT that names no usable file; the message says why. */
+export class HandoffRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HandoffRefused';
+  }
+}
 
 export type Access = { allowed: true; visibility: 'public' | 'signed' } | { allowed: false; detail: string };
 
@@ -165,8 +176,76 @@ export class LocalStorage implements Storage {
   async putFile(key: string, path: string, contentType: string): Promise<{ size: number }> {
     const info = await stat(path);
     if (!info.isFile()) throw new Error(`not a regular file: ${path}`);
-    await this.put(key, createReadStream(path), { size: info.size, contentType });
+    // On the same filesystem, a second name for the file's bytes: stored without a second copy.
+    assertValidKey(key);
+    const type = normalizeContentType(contentType);
+    if (type === null) throw new TypeError(`invalid content type ${JSON.stringify(contentType)}`);
+    await mkdir(this.#tmpDir, { recursive: true, mode: DIR_MODE });
+    const tmpObject = join(this.#tmpDir, `${randomUUID()}.object`);
+    try {
+      await link(path, tmpObject);
+    } catch {
+      // EXDEV (another filesystem) and the like: copied instead.
+      await this.put(key, createReadStream(path), { size: info.size, contentType: type });
+      return { size: info.size };
+    }
+    try {
+      await chmod(tmpObject, FILE_MODE);
+      await this.#publish(tmpObject, key, type);
+    } finally {
+      await rm(tmpObject, { force: true });
+    }
     return { size: info.size };
+  }
+
+  /** The folder runners move outputs into for adoptHandoff (handoff.ts); made on first use. */
+  async handoffDir(): Promise<string> {
+    const dir = join(this.#tmpDir, 'handoff');
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    return dir;
+  }
+
+  /**
+   * Stores as `key` the file a runner moved into the hand-off folder as `name`; its bytes are not
+   * copied. Refused (HandoffRefused) unless it is a regular file with one name and exactly `size`
+   * bytes. The hand-off file is gone afterwards, stored or not.
+   */
+  async adoptHandoff(key: string, name: string, size: number, contentType: string): Promise<void> {
+    assertValidKey(key);
+    const type = normalizeContentType(contentType);
+    if (type === null) throw new TypeError(`invalid content type ${JSON.stringify(contentType)}`);
+    if (!HANDOFF_NAME_PATTERN.test(name)) throw new HandoffRefused('invalid hand-off name');
+    const path = join(this.#tmpDir, 'handoff', name);
+    try {
+      let file: FileHandle;
+      try {
+        file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      } catch (err) {
+        if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') throw new HandoffRefused('no such hand-off file');
+        throw err;
+      }
+      try {
+        const info = await file.stat();
+        // One name only: chown/chmod below must not change a file that lives on elsewhere.
+        if (!info.isFile() || info.nlink !== 1) throw new HandoffRefused('the hand-off file is not a plain file');
+        if (info.size !== size) throw new HandoffRefused(`the hand-off file has ${info.size} bytes, not ${size}`);
+        // Written by ffmpeg as the step's uid: from now on the service's own, and private.
+        if (process.getuid?.() === 0) await file.chown(process.getuid(), process.getgid!());
+        await file.chmod(FILE_MODE);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await this.#publish(path, key, type);
+    } finally {
+      await rm(path, { force: true });
+    }
+  }
+
+  /** Bytes that may still be written on the storage's filesystem. */
+  async freeBytes(): Promise<number> {
+    await mkdir(this.root, { recursive: true, mode: DIR_MODE });
+    return freeBytes(this.root);
   }
 
   async stat(key: string): Promise<ObjectInfo | null> {
@@ -467,6 +546,17 @@ export class LocalStorage implements Storage {
     } finally {
       done();
     }
+  }
+
+  async lastUploadActivity(key: string, uploadId: string): Promise<Date | null> {
+    const upload = await this.#readUpload(key, uploadId);
+    if (upload === null) return null;
+    // Every part is written into `data` (its mtime moves while a part arrives); created with the upload.
+    const changed = await stat(join(this.#uploadsDir, uploadId, UPLOAD_DATA)).then(
+      (s) => s.mtimeMs,
+      () => null,
+    );
+    return changed === null || changed <= upload.createdAt.getTime() + 1000 ? null : new Date(changed);
   }
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {

@@ -3,7 +3,7 @@
 // body back by one thread-pool round trip per chunk. Here reading goes on while a write is in flight,
 // and what arrived meanwhile goes in the next write, as one writev. (A Transform and a write stream in
 // a pipeline cost uploads a tenth of their throughput, hence a plain loop over the body.) Leaving the
-// loop early destroys the body.
+// loop early drops the rest of the body (read, not written).
 import type { FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { ObjectSizeMismatch } from './storage.ts';
@@ -26,7 +26,7 @@ export async function writeBodyAt(
   const writes = new WriteQueue(file, position);
   let seen = 0;
   try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
+    for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
       seen += chunk.length;
       if (seen > size) throw new ObjectSizeMismatch(size, `more than ${size}`);
       onChunk?.(chunk);
@@ -36,6 +36,9 @@ export async function writeBodyAt(
     await writes.drain();
   } finally {
     await writes.settle();
+    // A write failed (e.g. ENOSPC): the rest of the body is read and dropped, not cut off, so that a
+    // request's sender gets the answer (a reset connection would lose it). Bounded by its declared size.
+    if (!body.readableEnded && !body.destroyed) body.resume();
   }
 }
 

@@ -300,6 +300,20 @@ export class S3Storage implements Storage {
     }
   }
 
+  async lastUploadActivity(key: string, uploadId: string): Promise<Date | null> {
+    assertValidKey(key);
+    if (!isUploadId(uploadId)) return null;
+    let parts;
+    try {
+      parts = await this.#client.listUploadedParts(this.bucket, key, uploadId);
+    } catch (err) {
+      if (s3Code(err) === 'NoSuchUpload') return null;
+      throw err;
+    }
+    const times = parts.map((part) => part.lastModified?.getTime() ?? NaN).filter((t) => Number.isFinite(t));
+    return times.length > 0 ? new Date(Math.max(...times)) : null;
+  }
+
   async completeMultipartUpload(
     key: string,
     uploadId: string,

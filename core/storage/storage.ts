@@ -57,6 +57,11 @@ export interface Storage {
    * smaller than the minimum (the local backend: not exactly partBytes).
    */
   completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<{ size: number }>;
+  /**
+   * When the upload last received a part's bytes; null when none arrived yet or the upload is unknown.
+   * Idle uploads are cleaned up sooner than abandoned ones (FFOP_IDLE_UPLOAD_SECONDS).
+   */
+  lastUploadActivity(key: string, uploadId: string): Promise<Date | null>;
   /** Discards the upload and its parts. Unknown or finished uploads are not an error. */
   abortMultipartUpload(key: string, uploadId: string): Promise<void>;
 }
