@@ -21,7 +21,7 @@ let svc: ServiceFixture;
 let browser: Browser;
 
 before(async () => {
-  // A webhook receiver on this machine, allowed like a test media server (FFOP_ALLOW_ADDRESSES).
+  // A webhook receiver on this machine, allowed as a webhook target (FFOP_WEBHOOK_ALLOW_ADDRESSES).
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -33,7 +33,7 @@ before(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const { port } = receiver.address() as AddressInfo;
   receiverUrl = `http://127.0.0.1:${port}/hooks/ffmpeg`;
-  svc = await startService({ allow: [`127.0.0.1:${port}`] });
+  svc = await startService({ webhookAllow: [`127.0.0.1:${port}`] });
   browser = await launchBrowser();
 });
 
