@@ -133,10 +133,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowAddresses: list(env.FFOP_ALLOW_ADDRESSES),
     webhookAllowAddresses: list(env.FFOP_WEBHOOK_ALLOW_ADDRESSES),
     webhookRetentionSeconds: num(env, 'FFOP_WEBHOOK_RETENTION_SECONDS', 30 * 86400),
-    trustedProxies: (env.FFOP_TRUSTED_PROXIES ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+    trustedProxies: list(env.FFOP_TRUSTED_PROXIES),
     downloadMaxBytes: num(env, 'FFOP_DOWNLOAD_MAX_BYTES', 4 * 1024 ** 3),
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),
     uploadAllowanceSeconds: num(env, 'FFOP_UPLOAD_ALLOWANCE_SECONDS', 900),
