@@ -9,12 +9,11 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { CommandRow, CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { CommandStatus } from '../../core/commands/command-status.ts';
-import { ErrorStatus } from '../../core/commands/error-status.ts';
 import { stepBounds, stepDeadlineSeconds, type RunLimits } from '../../core/engine/step-spec-builder.ts';
 import { jobName, parseJobName, type JobRef } from '../../core/jobs/job-name.ts';
 import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { jobTokenValid } from '../../core/jobs/job-token.ts';
-import { refusedMessage, resultProblem } from '../../core/jobs/result-bounds.ts';
+import { refusedResult, resultProblem } from '../../core/jobs/result-bounds.ts';
 import { parseRunnerEvent } from '../../core/jobs/runner-event-schema.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, type RunnerEvent } from '../../core/jobs/step-spec.ts';
 import { JobEventBudget } from '../job-event-budget.ts';
@@ -114,14 +113,7 @@ async function refuse(
   status: 413 | 422 = 422,
 ): Promise<Response> {
   if (isResult) {
-    await events.appendResult(ref.name, {
-      type: 'result',
-      ok: false,
-      errorStatus: ErrorStatus.INTERNAL_ERROR,
-      errorMessage: refusedMessage(problem),
-      ffmpegSeconds: null,
-      inputBytes: 0,
-    });
+    await events.appendResult(ref.name, refusedResult(problem));
   }
   return c.json({ detail: problem }, status);
 }

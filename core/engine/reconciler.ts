@@ -14,7 +14,7 @@ import { admitToCapacity, capacityTaken } from './admission.ts';
 import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
 import { buildStepSpec, playlistStagingKey, stepBounds, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
 import { parseRunnerEvent } from '../jobs/runner-event-schema.ts';
-import { refusedMessage, resultProblem } from '../jobs/result-bounds.ts';
+import { refusedResult, resultProblem } from '../jobs/result-bounds.ts';
 import { unpackPlaylist } from './playlist-unpack.ts';
 import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
@@ -680,15 +680,7 @@ const STAGES = new Set<string>(Object.values(ProcessingStage));
 export function checkedResult(reported: ResultEvent, command: CommandRow, step: number, limits: RunLimits): ResultEvent {
   const parsed = parseRunnerEvent(reported);
   const problem = parsed.ok ? resultProblem(parsed.event as ResultEvent, stepBounds(command, step, limits)) : parsed.problem;
-  if (problem === null) return reported;
-  return {
-    type: 'result',
-    ok: false,
-    errorStatus: ErrorStatus.INTERNAL_ERROR,
-    errorMessage: refusedMessage(problem),
-    ffmpegSeconds: null,
-    inputBytes: 0,
-  };
+  return problem === null ? reported : refusedResult(problem);
 }
 
 /** The command is PROCESSING the step and attempt of this Job. */

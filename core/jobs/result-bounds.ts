@@ -1,6 +1,7 @@
 // What a step's result may say, given the step: only the outputs it declared, each once, with sizes
 // and counts no larger than the step could have written. A result outside these bounds is refused
 // whole (the step fails naming why): its figures count against the account's quotas.
+import { ErrorStatus } from '../commands/error-status.ts';
 import type { OutputResult, RunnerEvent } from './step-spec.ts';
 
 /** Seconds ffmpeg may report beyond max_command_run_seconds: it is stopped at the limit, which takes a moment. */
@@ -24,8 +25,16 @@ export interface StepBounds {
 type Result = Extract<RunnerEvent, { type: 'result' }>;
 
 /** The error_message of a step whose runner's result was refused. */
-export function refusedMessage(problem: string): string {
-  return `the runner's result was refused: ${problem}`;
+/** The failure stored in place of a refused result: the step fails saying why, and nothing of it counts. */
+export function refusedResult(problem: string): Result {
+  return {
+    type: 'result',
+    ok: false,
+    errorStatus: ErrorStatus.INTERNAL_ERROR,
+    errorMessage: `the runner's result was refused: ${problem}`,
+    ffmpegSeconds: null,
+    inputBytes: 0,
+  };
 }
 
 /** Why the result cannot be true of this step, or null when it can. */
