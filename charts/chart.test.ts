@@ -46,6 +46,10 @@ const EVERYTHING = {
   'runner.priorityClassName': 'batch-low',
   'runner.memoryLimit': '6Gi',
   'runner.confinement': 'bwrap',
+  'queueing.maxPendingPods': '4',
+  'queueing.maxVcpus': '64',
+  'queueing.requeueAfterSeconds': '20',
+  'queueing.retrySeconds': '90',
   'networkPolicy.storage.cidrs[0]': '10.20.0.0/16',
   'networkPolicy.extraEgress[0].ports[0].port': '9000',
   'extraEnv[0].name': 'FFOP_LOG_EXTRA',
@@ -196,6 +200,7 @@ describe('the Helm chart', () => {
     assert.equal(cluster.runnerHostNetwork, true);
     assert.equal(cluster.runnerMemoryLimit, '6Gi');
     assert.equal(cluster.runnerConfinement, 'bwrap');
+    assert.deepEqual(cluster.queueing, { mode: 'builtin', maxPendingPods: 4, maxVcpus: 64, requeueAfterSeconds: 20, retrySeconds: 90 });
     assert.equal(cluster.namespace, NS);
     assert.equal(cluster.reportUrl, `http://ffmpeg-operator-api.${NS}.svc:8080/internal/v1/job-events`);
     assert.equal(plain.FFOP_PUBLIC_URL, 'https://ffmpeg.example.com');

@@ -99,7 +99,7 @@ describe('loadClusterConfig: runner placement', () => {
 describe('loadClusterConfig: queueing', () => {
   test('unset: built-in queueing, 10 pending pods, no vCPU cap, requeue after 10 s; the default disk request', () => {
     const c = load({ FFOP_QUEUEING_MODE: '', FFOP_QUEUE_MAX_VCPUS: '' });
-    assert.deepEqual(c.queueing, { mode: 'builtin', maxPendingPods: 10, maxVcpus: null, requeueAfterSeconds: 10 });
+    assert.deepEqual(c.queueing, { mode: 'builtin', maxPendingPods: 10, maxVcpus: null, requeueAfterSeconds: 10, retrySeconds: 30 });
     assert.equal(c.runnerDiskRequest, undefined);
   });
 
@@ -108,9 +108,10 @@ describe('loadClusterConfig: queueing', () => {
       FFOP_QUEUE_MAX_PENDING_PODS: '4',
       FFOP_QUEUE_MAX_VCPUS: '64',
       FFOP_QUEUE_REQUEUE_AFTER_SECONDS: '30',
+      FFOP_QUEUE_RETRY_SECONDS: '120',
       FFOP_RUNNER_DISK_REQUEST: '20Gi',
     });
-    assert.deepEqual(builtin.queueing, { mode: 'builtin', maxPendingPods: 4, maxVcpus: 64, requeueAfterSeconds: 30 });
+    assert.deepEqual(builtin.queueing, { mode: 'builtin', maxPendingPods: 4, maxVcpus: 64, requeueAfterSeconds: 30, retrySeconds: 120 });
     assert.equal(builtin.runnerDiskRequest, '20Gi');
     const kueue = load({
       FFOP_QUEUEING_MODE: 'kueue',

@@ -39,7 +39,7 @@ export interface ClusterConfig {
 }
 
 export type QueueingConfig =
-  | { mode: 'builtin'; maxPendingPods: number; maxVcpus: number | null; requeueAfterSeconds: number }
+  | { mode: 'builtin'; maxPendingPods: number; maxVcpus: number | null; requeueAfterSeconds: number; retrySeconds: number }
   | { mode: 'kueue'; queueName: string; priorityClasses: Record<string, string> };
 
 type Env = Record<string, string | undefined>;
@@ -76,6 +76,7 @@ function queueing(env: Env): QueueingConfig {
       maxPendingPods: wholeNumber(env, 'FFOP_QUEUE_MAX_PENDING_PODS', 10) ?? 10,
       maxVcpus: wholeNumber(env, 'FFOP_QUEUE_MAX_VCPUS', null),
       requeueAfterSeconds: wholeNumber(env, 'FFOP_QUEUE_REQUEUE_AFTER_SECONDS', 10) ?? 10,
+      retrySeconds: wholeNumber(env, 'FFOP_QUEUE_RETRY_SECONDS', 30) ?? 30,
     };
   }
   if (mode === 'kueue') {

@@ -85,13 +85,19 @@ export interface KubernetesBackendOptions {
   priorityClassName?: string;
   /** FFOP_RUNNER_HOST_NETWORK: runner pods use the node's network (single-node test clusters). */
   hostNetwork?: boolean;
-  /** How steps wait for room (default: builtin, 10 pending pods, no vCPU cap, requeue after 10 s). */
+  /** How steps wait for room (default: builtin, 10 pending pods, no vCPU cap, requeue after 10 s, retry after 30 s). */
   queueing?: QueueingSettings;
   /** Disk a step asks for when scheduled (ephemeral-storage request; default 10Gi): the limit stays the guard. */
   diskRequest?: string;
 }
 
-export const DEFAULT_QUEUEING: QueueingSettings = { mode: 'builtin', maxPendingPods: 10, maxVcpus: null, requeueAfterSeconds: 10 };
+export const DEFAULT_QUEUEING: QueueingSettings = {
+  mode: 'builtin',
+  maxPendingPods: 10,
+  maxVcpus: null,
+  requeueAfterSeconds: 10,
+  retrySeconds: 30,
+};
 export const DEFAULT_DISK_REQUEST = '10Gi';
 /** The most a step may write when FFOP_RUNNER_DISK_LIMIT is not set. */
 export const DEFAULT_DISK_LIMIT = '100Gi';
@@ -150,6 +156,7 @@ export class KubernetesBackend implements JobBackend {
         maxPendingPods: queueing.maxPendingPods,
         maxVcpus: queueing.maxVcpus,
         requeueAfterMs: queueing.requeueAfterSeconds * 1000,
+        retryMs: queueing.retrySeconds * 1000,
         released: () => this.releasedSteps(),
         requeue: (name, reason) => {
           const ref = parseJobName(name);

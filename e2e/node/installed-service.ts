@@ -69,6 +69,8 @@ export interface InstalledService {
    * `timeoutSeconds` (default 180).
    */
   drainNode(name: string, opts?: { timeoutSeconds?: number }): Promise<void>;
+  /** `kubectl cordon`: the scheduler places no new pod on the node; its running pods stay. */
+  cordon(name: string): Promise<void>;
   /** `kubectl uncordon`: the scheduler may place pods on the node again. */
   uncordon(name: string): Promise<void>;
   /**
@@ -274,6 +276,10 @@ export async function installOnRealNode(
           `--timeout=${timeoutSeconds}s`,
         ]);
         if (drained.code !== 0) throw new Error(`kubectl drain ${name} failed: ${drained.stderr}`);
+      },
+      async cordon(name) {
+        const cordoned = await kubectl(['cordon', nodeNamed(name)]);
+        if (cordoned.code !== 0) throw new Error(`kubectl cordon ${name} failed: ${cordoned.stderr}`);
       },
       async uncordon(name) {
         const uncordoned = await kubectl(['uncordon', nodeNamed(name)]);

@@ -35,6 +35,11 @@ describe('cluster queueing on two real nodes', () => {
   const runnerPods = async (): Promise<V1Pod[]> =>
     (await core.listNamespacedPod({ namespace: svc.namespace, labelSelector: `${LABELS.managedBy}=ffmpeg-operator,${LABELS.commandId}` }))
       .items;
+  /** Names of the Jobs (not being deleted) of these commands. */
+  const jobsOf = async (ids: string[]): Promise<string[]> =>
+    (await batch.listNamespacedJob({ namespace: svc.namespace, labelSelector: `${LABELS.managedBy}=ffmpeg-operator` })).items
+      .filter((j) => !j.metadata?.deletionTimestamp && ids.includes(j.metadata?.labels?.[LABELS.commandId] ?? ''))
+      .map((j) => j.metadata!.name!);
   const until = async <T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 180_000): Promise<T> => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -48,7 +53,12 @@ describe('cluster queueing on two real nodes', () => {
   before(async () => {
     svc = await installOnRealNode({
       nodes: 2,
-      values: { limits: { downloadTimeoutSeconds: ALLOWANCE_SECONDS, uploadAllowanceSeconds: ALLOWANCE_SECONDS } },
+      values: {
+        limits: { downloadTimeoutSeconds: ALLOWANCE_SECONDS, uploadAllowanceSeconds: ALLOWANCE_SECONDS },
+        // A gate found the cluster full stays shut until our pods end or a node changes: what the tests
+        // watch happens then, not at a retry whose timing no test controls.
+        queueing: { retrySeconds: 600 },
+      },
     });
     core = svc.cluster.kubeconfig.makeApiClient(CoreV1Api);
     batch = svc.cluster.kubeconfig.makeApiClient(BatchV1Api);
@@ -140,27 +150,28 @@ describe('cluster queueing on two real nodes', () => {
     const low = svc.client(await svc.newAccount('low'));
     const high = svc.client(await svc.newAccount('high'));
     const cpus = CPUS_PER_NODE * svc.nodes.length;
-    // The cluster full of low work, and more low work released into it that finds no node: the
-    // operator stops releasing. Then low work waits in the queue, and high work arrives last.
-    const filling = await Promise.all(Array.from({ length: cpus }, () => low.submit(slowCommand(10))));
+    // The cluster full of low work that outlasts all that follows, even on a loaded machine.
+    const filling = await Promise.all(Array.from({ length: cpus }, () => low.submit({ ...slowCommand(60), max_command_run_seconds: 120 })));
     await until(
       'the cluster to be full',
       async () => (await runnerPods()).filter((p) => p.status?.containerStatuses?.[0]?.state?.running).length >= cpus,
     );
+    // A node that changes opens the gate (it may still be shut since the burst before): the blockers are
+    // released, find no node, and are sent back to the queue, which shuts the gate. It stays shut until
+    // one of our pods ends (the filling ones run 60 s), a node changes, or queueing.retrySeconds passes
+    // (set long here), so every command submitted after that waits in the queue.
+    await svc.cordon(svc.nodes[1]);
+    await svc.uncordon(svc.nodes[1]);
     const blockers = await Promise.all([low.submit(slowCommand(3)), low.submit(slowCommand(3))]);
-    // The gate holds work: a blocker's pod found no node, or (the gate still shut since the burst before)
-    // the blockers were not released at all.
-    await until('the release gate to hold work', async () => {
-      if ((await runnerPods()).some((p) => p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable')))
-        return true;
+    await until('the blockers to be sent back to the queue', async () => {
       const rows = await Promise.all(blockers.map((id) => commands.findById(id)));
-      return rows.every((r) => r?.status === 'QUEUED');
+      return rows.every((r) => r?.status === 'QUEUED' && r.queueReason !== null) && (await jobsOf(blockers)).length === 0;
     });
-    await sleep(3000); // longer than the gate's hold (2 s): it is shut now
     const lowWaiting = [await low.submit(slowCommand(3)), await low.submit(slowCommand(3))];
-    await sleep(1000);
-    for (const id of lowWaiting) assert.equal((await commands.findById(id))!.status, 'QUEUED', 'the shut gate holds new work');
     const highWaiting = await Promise.all([high.submit(slowCommand(3)), high.submit(slowCommand(3))]);
+    for (const id of [...lowWaiting, ...highWaiting])
+      assert.equal((await commands.findById(id))!.status, 'QUEUED', 'the shut gate holds new work');
+    assert.deepEqual(await jobsOf([...lowWaiting, ...highWaiting]), [], 'no Job for work the shut gate holds');
     filling.push(...blockers);
     const started = async (id: string) => (await commands.findById(id))?.startedAt?.getTime() ?? Infinity;
     await Promise.all([
@@ -172,6 +183,7 @@ describe('cluster queueing on two real nodes', () => {
       assert.equal(row.status, 'SUCCESS', `${id}: ${row.errorStatus} ${row.errorMessage}`);
     }
     const lastHigh = Math.max(...(await Promise.all(highWaiting.map(started))));
+    // (Not the blockers: their started_at is their first release, before they were sent back.)
     const firstLow = Math.min(...(await Promise.all(lowWaiting.map(started))));
     assert.ok(lastHigh <= firstLow, `the high plan's commands started at ${lastHigh}, the older low ones at ${firstLow}`);
   });
