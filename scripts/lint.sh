@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Lint: formatting (prettier --check), type-aware TypeScript rules (eslint, eslint.config.js), the
 # shell scripts (shellcheck) and the docs (scripts/check-docs.ts: README.md at most 150 lines, every
-# link in README.md and docs/ inside the repository and found). Runs all four and fails if any fails; `npm run format` fixes
-# what prettier and eslint can fix by themselves.
+# link in README.md and docs/ inside the repository and found). Runs all four and fails if any
+# fails; `npm run format` fixes what prettier and eslint can fix by themselves.
 #
 # Prettier and ESLint cache their results in node_modules/.cache/ (keyed by file content). A cached
 # file is not linted again when only a file it imports changed, so a type-aware finding that such a
