@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Lint: formatting (prettier --check), type-aware TypeScript rules (eslint, eslint.config.js) and the
-# shell scripts (shellcheck). Runs all three and fails if any of them fails; `npm run format` fixes
-# what prettier and eslint can fix by themselves.
+# Lint: formatting (prettier --check), type-aware TypeScript rules (eslint, eslint.config.js), the
+# shell scripts (shellcheck) and the docs (scripts/check-docs.ts: README.md at most 150 lines, every
+# link in README.md and docs/ inside the repository and found). Runs all four and fails if any
+# fails; `npm run format` fixes what prettier and eslint can fix by themselves.
 #
 # Prettier and ESLint cache their results in node_modules/.cache/ (keyed by file content). A cached
 # file is not linted again when only a file it imports changed, so a type-aware finding that such a
@@ -42,4 +43,8 @@ echo "== eslint"
 node_modules/.bin/eslint --max-warnings=0 "${eslint_cache[@]}" . || status=1
 echo "== shellcheck (${#shell_scripts[@]} scripts)"
 shellcheck "${shell_scripts[@]}" || status=1
+echo "== docs"
+# The check's own tests first (they are not under the unit suite's folders), then the check.
+node --import tsx --test --test-reporter=dot scripts/check-docs.test.ts || status=1
+node --import tsx scripts/check-docs.ts || status=1
 exit "$status"
