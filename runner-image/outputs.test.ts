@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
-import { ffmpeg } from '../core/commands/testing/ffmpeg-test-support.ts';
+import { ffmpeg } from '../core/command-line/testing/ffmpeg-test-support.ts';
 import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import type { StepOutput } from '../core/jobs/step-spec.ts';
 import { FileProber } from '../core/media/file-prober.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseFfmpegCommand } from '../core/commands/parse.ts';
+import { parseFfmpegCommand } from '../core/command-line/parse.ts';
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
 import { MIN_INTERVAL_MS, progressEvents } from './progress-events.ts';
 

@@ -2,7 +2,7 @@
 // percentage's base), and at most one goes out per MIN_INTERVAL_MS whatever -stats_period the command
 // sets, so a job never sends more than about two a second. The last report, if it was held back, goes
 // out when ffmpeg ends (flush), so the figures shown during the upload are ffmpeg's final ones.
-import type { ParsedCommand } from '../core/commands/parsed-command.ts';
+import type { ParsedCommand } from '../core/command-line/parsed-command.ts';
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
 import { expectedDurationSeconds } from '../core/media/expected-duration.ts';
 import type { FfmpegProgress } from '../core/media/run-ffmpeg.ts';

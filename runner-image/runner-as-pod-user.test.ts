@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseFfmpegCommand } from '../core/commands/parse.ts';
+import { parseFfmpegCommand } from '../core/command-line/parse.ts';
 import { isRoot } from '../core/confine/set-up.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { makeClip, startMediaServer, type MediaServer } from '../e2e/harness.ts';

@@ -1,16 +1,16 @@
-// Turns a validated request into a command row: plan checks (403), command-line parsing (422 with
+// Turns a validated request into a command row: plan checks (403, core/accounts/plan-rules.ts), command-line parsing (422 with
 // the field that is wrong), file ids fixed up front. Nothing here runs anything. A command line that
 // ffmpeg would stop on with a message known already becomes a row that ends FAILED at once
 // (core/commands/ended-at-submit.ts).
-import { checkPrivateFilesAllowed, PlanRefusal } from '../../core/accounts/plan-refusal.ts';
+import { checkPrivateFiles, checkRunSeconds, checkVcpus } from '../../core/accounts/plan-rules.ts';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import type { NewCommandRow } from '../../core/commands/commands-repo.ts';
 import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
-import { checkFfmpegCommand, type CheckedCommand } from '../../core/commands/parse.ts';
+import { checkFfmpegCommand, type CheckedCommand } from '../../core/command-line/parse.ts';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
-import { failedAtSubmitMessage } from '../../core/commands/ffmpeg-failure.ts';
-import { CommandRejected, type ParsedCommand } from '../../core/commands/parsed-command.ts';
+import { failedAtSubmitMessage } from '../../core/command-line/ffmpeg-failure.ts';
+import { CommandRejected, type ParsedCommand } from '../../core/command-line/parsed-command.ts';
 import type { DeclaredOutput, StoredStep } from '../../core/db/schema.ts';
 import { DEFAULT_VCPUS, PLAYLIST_ALIAS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
 import { invalid } from '../validation.ts';
@@ -28,16 +28,9 @@ function checkPlan(caller: Caller, req: Common): number {
   const plan = caller.account.plan;
   // The spec's default of 8 vCPUs is lowered to what the plan allows; an explicit value is not.
   const vcpus = req.vcpu_count ?? Math.min(DEFAULT_VCPUS, plan.maxVcpus);
-  if (vcpus > plan.maxVcpus) {
-    throw new PlanRefusal(`vcpu_count ${vcpus} exceeds the maximum of ${plan.maxVcpus} vCPUs of your plan (${plan.name})`);
-  }
-  if (req.max_command_run_seconds > plan.maxCommandRunSeconds) {
-    throw new PlanRefusal(
-      `max_command_run_seconds ${req.max_command_run_seconds} exceeds the maximum of ${plan.maxCommandRunSeconds} s ` +
-        `of your plan (${plan.name})`,
-    );
-  }
-  checkPrivateFilesAllowed(plan, req.is_private);
+  checkVcpus(plan, vcpus);
+  checkRunSeconds(plan, req.max_command_run_seconds);
+  checkPrivateFiles(plan, req.is_private);
   return vcpus;
 }
 

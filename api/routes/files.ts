@@ -4,7 +4,7 @@ import { describeRoute } from 'hono-openapi';
 import { ErrorStatus } from '../../core/commands/error-status.ts';
 import { FileStatus, StoreType } from '../../core/files/file-status.ts';
 import type { Quotas } from '../../core/accounts/quotas.ts';
-import { checkPrivateFilesAllowed } from '../../core/accounts/plan-refusal.ts';
+import { checkPrivateFiles } from '../../core/accounts/plan-rules.ts';
 import type { FilesRepo, FileRow, NewFileRow } from '../../core/files/files-repo.ts';
 import type { Caller } from '../../core/accounts/accounts-repo.ts';
 import { choosePartSize, partCount } from '../../core/files/part-size.ts';
@@ -78,7 +78,7 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       const storageProblem = await invalidStorageUrl(d.storage, req.file_url);
       if (storageProblem) throw invalid(['body', 'file_url'], storageProblem);
       const caller = c.get('caller');
-      checkPrivateFilesAllowed(caller.account.plan, req.is_private);
+      checkPrivateFiles(caller.account.plan, req.is_private);
       await d.quotas.checkStorage(caller.account);
       const id = randomUUID();
       const urlName = fileNameFromUrl(req.file_url);
@@ -205,7 +205,7 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
     async (c) => {
       const req = await jsonBody(c, initUploadSchema);
       const caller = c.get('caller');
-      checkPrivateFilesAllowed(caller.account.plan, req.is_private);
+      checkPrivateFiles(caller.account.plan, req.is_private);
       await d.quotas.checkStorage(caller.account, req.size_bytes);
       const id = randomUUID();
       const partSize = choosePartSize(req.size_bytes, req.part_size);

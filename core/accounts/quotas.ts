@@ -1,12 +1,9 @@
-// Storage and processing quotas by plan. A request that would go past one answers 403 naming it.
+// Storage and processing quotas by plan, as the API checks them: the rules and the words of their
+// refusals are in plan-rules.ts. A request that would go past one answers 403 naming it.
 import type { Account } from './accounts-repo.ts';
 import type { FilesRepo } from '../files/files-repo.ts';
 import { QuotaUsedUp, type NewCommandQuotas } from '../commands/commands-repo.ts';
-
-import { PlanRefusal } from './plan-refusal.ts';
-
-const GB = 1_000_000_000;
-const gb = (bytes: number) => `${(bytes / GB).toFixed(3)} GB`;
+import { checkStorage, newCommandRefusal } from './plan-rules.ts';
 
 export class Quotas {
   private readonly files: FilesRepo;
@@ -16,14 +13,14 @@ export class Quotas {
     this.clock = clock;
   }
 
-  /** Refuses when the account's stored bytes plus `extraBytes` would exceed its storage quota. */
-  async checkStorage(account: Account, extraBytes = 0): Promise<void> {
-    this.refuseStorage(account, await this.files.storageUsedBytes(account.id), extraBytes);
+  /** Refuses a new file of `sizeBytes` (undefined: not known yet) the account's storage quota has no room for. */
+  async checkStorage(account: Account, sizeBytes?: number): Promise<void> {
+    checkStorage(account.plan, await this.files.storageUsedBytes(account.id), sizeBytes);
   }
 
   /**
    * Stores a new command through `insert` (CommandsRepo.insert) if this month's processing quota has
-   * room, and storage for its outputs: checked by the statement that stores it, so a submit makes one
+   * room, and storage for its outputs: decided by the statement that stores it, so a submit makes one
    * round trip. Refused, nothing is stored and the refusal names the quota.
    */
   async storeNewCommand(account: Account, insert: (quotas: NewCommandQuotas) => Promise<void>): Promise<void> {
@@ -36,31 +33,8 @@ export class Quotas {
     try {
       await insert(quotas);
     } catch (err) {
-      if (err instanceof QuotaUsedUp) {
-        this.refuseProcessing(account, err.usage.processedBytes);
-        this.refuseStorage(account, err.usage.storedBytes, 0);
-      }
+      if (err instanceof QuotaUsedUp) throw newCommandRefusal(account.plan, err.room);
       throw err;
-    }
-  }
-
-  private refuseStorage(account: Account, used: number, extraBytes: number): void {
-    const quota = account.plan.storageQuotaBytes;
-    if (used + extraBytes > quota || (extraBytes === 0 && used >= quota)) {
-      throw new PlanRefusal(
-        `storage quota exceeded: ${gb(used)} used${extraBytes ? ` + ${gb(extraBytes)} requested` : ''} of ${gb(quota)} ` +
-          `on your plan (${account.plan.name}); delete files to make room`,
-      );
-    }
-  }
-
-  /** Refuses new commands once this month's processed bytes reach the processing quota. */
-  private refuseProcessing(account: Account, used: number): void {
-    const quota = account.plan.processingQuotaBytesPerMonth;
-    if (used >= quota) {
-      throw new PlanRefusal(
-        `processing quota exceeded: ${gb(used)} processed this month of ${gb(quota)} on your plan (${account.plan.name})`,
-      );
     }
   }
 

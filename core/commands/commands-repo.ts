@@ -5,7 +5,8 @@ import type { Db } from '../db/database.ts';
 import { rowsOf } from '../db/migrate.ts';
 import { accounts, commands, files } from '../db/schema.ts';
 import { insertRowsWhere } from '../db/insert-rows-where.ts';
-import { quotaUsageSql, type QuotaUsage } from '../files/files-repo.ts';
+import { quotaUsageSql } from '../files/files-repo.ts';
+import { newCommandRoomSql, VCPUS, type NewCommandLimits, type NewCommandRoom } from '../accounts/plan-rules.ts';
 import { CommandStatus } from './command-status.ts';
 
 export type CommandRow = typeof commands.$inferSelect;
@@ -14,20 +15,19 @@ export type NewCommandRow = typeof commands.$inferInsert;
 const COMMAND_COLUMNS = getTableColumns(commands);
 
 /** A new command's account quotas, checked by the statement that stores it (Quotas.storeNewCommand). */
-export interface NewCommandQuotas {
+export interface NewCommandQuotas extends NewCommandLimits {
   accountId: string;
   /** The first day of this month (UTC), yyyy-mm-dd: processing counts per month. */
   month: string;
-  storageQuotaBytes: number;
-  processingQuotaBytesPerMonth: number;
 }
 
-/** A new command was not stored: a quota of its account is used up. */
+/** A new command was not stored: a quota of its account is used up (`room` says which, as the statement decided). */
 export class QuotaUsedUp extends Error {
-  readonly usage: QuotaUsage;
-  constructor(usage: QuotaUsage) {
-    super(`a quota is used up: ${usage.storedBytes} bytes stored, ${usage.processedBytes} bytes processed this month`);
-    this.usage = usage;
+  readonly room: NewCommandRoom;
+  constructor(room: NewCommandRoom) {
+    const { storedBytes, processedBytes } = room.usage;
+    super(`a quota is used up: ${storedBytes} bytes stored, ${processedBytes} bytes processed this month`);
+    this.room = room;
   }
 }
 
@@ -142,13 +142,21 @@ export class CommandsRepo {
       );
       return filledIn(stored);
     }
-    const hasRoom = sql`(select processed < ${quotas.processingQuotaBytesPerMonth}::float8 and stored < ${quotas.storageQuotaBytes}::float8 from usage)`;
+    // The quotas' rules decide in the statement (plan-rules.ts); a refusal is worded from their columns.
+    const hasRoom = sql`(select processing_room and storage_room from room)`;
     const result = await this.db.execute(sql`
-      with usage as (${quotaUsageSql(quotas.accountId, quotas.month)}),
+      with room as (select stored, processed, ${newCommandRoomSql(quotas)} from (${quotaUsageSql(quotas.accountId, quotas.month)}) usage),
       inserted as (${insertRowsWhere(commands, [row], hasRoom).statement} returning ${returning})
-      select usage.stored, usage.processed, inserted.* from usage left join inserted on true`);
-    const [outcome] = rowsOf<Record<string, unknown> & { id: string | null; stored: number; processed: number }>(result);
-    if (outcome.id === null) throw new QuotaUsedUp({ storedBytes: Number(outcome.stored), processedBytes: Number(outcome.processed) });
+      select room.stored, room.processed, room.processing_room, room.storage_room, inserted.* from room left join inserted on true`);
+    type Outcome = { id: string | null; stored: number; processed: number; processing_room: boolean; storage_room: boolean };
+    const [outcome] = rowsOf<Record<string, unknown> & Outcome>(result);
+    if (outcome.id === null) {
+      throw new QuotaUsedUp({
+        processingRoom: outcome.processing_room,
+        storageRoom: outcome.storage_room,
+        usage: { storedBytes: Number(outcome.stored), processedBytes: Number(outcome.processed) },
+      });
+    }
     return filledIn(outcome);
   }
 
@@ -253,7 +261,7 @@ export class CommandsRepo {
   }
 
   /**
-   * QUEUED commands that fit their account's plan next to what the account runs, plans of higher
+   * QUEUED commands that fit their account's plan (its VCPUS rule, plan-rules.ts) next to what the account runs, plans of higher
    * priority first, then oldest first, at most `limit`. FIFO per account: a command that does not fit hides the account's later ones. The
    * database walks the queue, so a pass reads only the rows it may start, however long the queue.
    */
@@ -270,7 +278,7 @@ export class CommandsRepo {
         where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue
       )
       select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at from queued q left join running r on r.account_id = q.account_id
-      where q.cumulative + coalesce(r.used, 0) <= q.max_vcpus
+      where ${VCPUS.allowsSql(sql`q.cumulative + coalesce(r.used, 0)`, sql`q.max_vcpus`)}
       order by q.priority desc, q.seq limit ${limit}`);
     return queuedCommandsOf(result);
   }
@@ -280,7 +288,7 @@ export class CommandsRepo {
     const result = await this.db.execute(sql`
       select c.id, c.account_id, c.vcpu_count, p.max_vcpus, p.name as plan, c.resource_created_at
       from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
-      where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue and c.vcpu_count > p.max_vcpus`);
+      where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue and not ${VCPUS.allowsSql(sql`c.vcpu_count`, sql`p.max_vcpus`)}`);
     return queuedCommandsOf(result);
   }
 

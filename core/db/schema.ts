@@ -18,7 +18,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import type { MediaInfo } from '../media/media-info.ts';
-import type { ParsedCommand } from '../commands/parsed-command.ts';
+import type { ParsedCommand } from '../command-line/parsed-command.ts';
 import type { CommandStatus, CommandType } from '../commands/command-status.ts';
 import type { ErrorStatus } from '../commands/error-status.ts';
 import type { FileStatus, StoreType } from '../files/file-status.ts';

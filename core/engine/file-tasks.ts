@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { AccountsRepo } from '../accounts/accounts-repo.ts';
+import { fileOverStorageQuota } from '../accounts/plan-rules.ts';
 import { FileStatus } from '../files/file-status.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { FileRow, FilesRepo } from '../files/files-repo.ts';
@@ -182,13 +183,8 @@ export class FileTasks {
       await this.options.files.update(f.id, { status: FileStatus.DOWNLOADED });
       const account = await this.options.accounts.getAccount(f.accountId);
       const used = await this.options.files.storageUsedBytes(f.accountId);
-      if (account && used + size > account.plan.storageQuotaBytes) {
-        return this.fail(
-          f,
-          ErrorStatus.STORAGE_QUOTA_EXCEEDED,
-          `the file (${size} bytes) would exceed the storage quota of your plan (${account.plan.name})`,
-        );
-      }
+      const overQuota = account && fileOverStorageQuota(account.plan, used, size);
+      if (overQuota) return this.fail(f, ErrorStatus.STORAGE_QUOTA_EXCEEDED, overQuota);
       const media = await this.options.prober.describe(path, f.fileName);
       await this.options.storage.putFile(f.storageKey, path, media.mime_type ?? contentTypeForFileName(f.fileName));
       if (!(await this.options.files.transition(f.id, FileStatus.DOWNLOADED, { status: FileStatus.STORED, sizeBytes: size, media }))) {

@@ -22,6 +22,7 @@ import { StepStateWrites, type StepState } from './step-state-writes.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { vcpusOverPlanNow } from '../accounts/plan-rules.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
@@ -262,7 +263,7 @@ export class Reconciler {
       await this.fail(
         { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
         ErrorStatus.PLAN_LIMIT_EXCEEDED,
-        `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`,
+        vcpusOverPlanNow(command.vcpuCount, command.planMaxVcpus),
       );
     }
     // The database prefilters the queue by each account's plan; every candidate uses at least one

@@ -3,7 +3,7 @@
 // nothing else is accepted. What depends on the step (its outputs, its limits) is result-bounds.ts.
 import * as v from 'valibot';
 import { ErrorStatus } from '../commands/error-status.ts';
-import { COMMAND_LIMITS } from '../commands/parse.ts';
+import { COMMAND_LIMITS } from '../command-line/parse.ts';
 import { ProcessingStage, type RunnerEvent } from './step-spec.ts';
 
 /** About 31 years: any number of seconds beyond is nonsense. */

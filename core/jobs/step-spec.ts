@@ -2,7 +2,7 @@
 // and the events the runner reports back. The runner gets only URLs (presigned where needed), so it
 // holds no storage credentials; in embedded mode the spec goes to a child process, in cluster mode
 // into a Job.
-import type { ParsedCommand } from '../commands/parsed-command.ts';
+import type { ParsedCommand } from '../command-line/parsed-command.ts';
 import type { ErrorStatus } from '../commands/error-status.ts';
 import type { MediaInfo } from '../media/media-info.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseFfmpegCommand } from '../commands/parse.ts';
+import { parseFfmpegCommand } from '../command-line/parse.ts';
 import { expectedDurationSeconds, parseFfmpegDuration } from './expected-duration.ts';
 
 const parse = (line: string) =>

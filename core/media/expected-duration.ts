@@ -3,7 +3,7 @@
 // cases are worked out: -ss, -t, -to and -sseof on inputs, -ss, -t, -to and -shortest on outputs, and
 // looped inputs (endless unless an output limit says otherwise). Filters that trim or stretch
 // (trim, setpts, concat, ...) are not: a percentage is then a guess, which the reader clamps to 100.
-import type { Arg, ParsedCommand } from '../commands/parsed-command.ts';
+import type { Arg, ParsedCommand } from '../command-line/parsed-command.ts';
 
 /**
  * Seconds of a time duration as ffmpeg reads one (av_parse_time): `[-][HH:]MM:SS[.m...]` or

@@ -6,8 +6,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseFfmpegCommand } from '../commands/parse.ts';
-import type { ParsedCommand } from '../commands/parsed-command.ts';
+import { parseFfmpegCommand } from '../command-line/parse.ts';
+import type { ParsedCommand } from '../command-line/parsed-command.ts';
 import { buildFfmpegArgv, DEFAULT_MAX_PIXELS } from './ffmpeg-args.ts';
 
 function command(parts: Partial<ParsedCommand>): ParsedCommand {

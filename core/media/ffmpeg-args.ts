@@ -11,10 +11,10 @@
 //
 // Placeholders become the files' relative paths in the working folder. One inside an argument (a
 // filter option, a metadata value) is escaped for every level of ffmpeg's quoting it passes
-// through (core/commands/render-arg.ts), so any path reads back exactly.
+// through (core/command-line/render-arg.ts), so any path reads back exactly.
 
-import type { Arg, ParsedCommand } from '../commands/parsed-command.ts';
-import { renderArg } from '../commands/render-arg.ts';
+import type { Arg, ParsedCommand } from '../command-line/parsed-command.ts';
+import { renderArg } from '../command-line/render-arg.ts';
 
 /** 8192 x 8192 = 64 megapixels: above 8K UHD (7680 x 4320), far below what exhausts memory. */
 export const DEFAULT_MAX_PIXELS = 8192 * 8192;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile, readFile, stat, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ParsedCommand } from '../commands/parsed-command.ts';
+import type { ParsedCommand } from '../command-line/parsed-command.ts';
 import { buildFfmpegArgv } from './ffmpeg-args.ts';
 import { runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
 import { probeMedia } from './probe.ts';

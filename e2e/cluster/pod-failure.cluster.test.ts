@@ -3,7 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import { parseFfmpegCommand } from '../../core/command-line/parse.ts';
 import { jobName } from '../../core/jobs/job-name.ts';
 import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import type { RunnerEvent } from '../../core/jobs/step-spec.ts';

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { BatchV1Api, CoreV1Api, SchedulingV1Api } from '@kubernetes/client-node';
-import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import { parseFfmpegCommand } from '../../core/command-line/parse.ts';
 import { jobName } from '../../core/jobs/job-name.ts';
 import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import yauzl from 'yauzl';
 import yazl from 'yazl';
-import { parseFfmpegCommand } from '../../core/commands/parse.ts';
+import { parseFfmpegCommand } from '../../core/command-line/parse.ts';
 import type { StepInput, StepOutput, StepSpec } from '../../core/jobs/step-spec.ts';
 import { StepFailure } from '../step-failure.ts';
 

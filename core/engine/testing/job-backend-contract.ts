@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { RunnerEvent, StepSpec } from '../../jobs/step-spec.ts';
 import type { Storage } from '../../storage/storage.ts';
-import { parseFfmpegCommand } from '../../commands/parse.ts';
+import { parseFfmpegCommand } from '../../command-line/parse.ts';
 import { jobName, type BackendEvent, type JobBackend, type JobRef } from '../job-backend.ts';
 
 export interface BackendFixture {

@@ -5,7 +5,7 @@ import { FFMPEG_DEMUXERS, FFMPEG_FILTERS, FFMPEG_MUXERS, FFMPEG_OPTIONS } from '
 
 test('ffmpeg-names.ts lists the names the installed ffmpeg knows', () => {
   const binary = ffmpegNamesFromBinary();
-  const regenerate = 'write it again: node --import tsx core/commands/ffmpeg-names-from-binary.ts > core/commands/ffmpeg-names.ts';
+  const regenerate = 'write it again: node --import tsx core/command-line/ffmpeg-names-from-binary.ts > core/command-line/ffmpeg-names.ts';
   assert.deepEqual([...FFMPEG_FILTERS], binary.filters, `filters differ; ${regenerate}`);
   assert.deepEqual([...FFMPEG_MUXERS], binary.muxers, `muxers differ; ${regenerate}`);
   assert.deepEqual([...FFMPEG_DEMUXERS], binary.demuxers, `demuxers differ; ${regenerate}`);

@@ -1,4 +1,4 @@
-// The shape a validated FFmpeg command line takes between the parser (core/commands/parse.ts) and
+// The shape a validated FFmpeg command line takes between the parser (core/command-line/parse.ts) and
 // the argument builder (core/media/ffmpeg-args.ts). ffmpeg's own grammar is
 //   [global options] {[input options] -i input}... {[output options] output}...
 // and the parser sorts every user token into that structure, so the service can add its own options

@@ -2,7 +2,7 @@
 // ffmpeg-names.ts holds them as Debian's ffmpeg 5.1 prints them, so the parser can tell a name ffmpeg
 // does not know (ffmpeg will fail on it: the command fails with ffmpeg's message) from one ffmpeg
 // knows but the service refuses (a 422). ffmpeg-names.test.ts compares the two; to write the file again:
-//   node --import tsx core/commands/ffmpeg-names-from-binary.ts > core/commands/ffmpeg-names.ts
+//   node --import tsx core/command-line/ffmpeg-names-from-binary.ts > core/command-line/ffmpeg-names.ts
 import { execFileSync } from 'node:child_process';
 
 export interface FfmpegNames {
