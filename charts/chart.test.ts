@@ -542,7 +542,7 @@ describe('the Helm chart', () => {
     assert.equal(installed.code, 0, installed.stderr);
     assert.match(
       installed.stdout,
-      new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli.js accounts create acme`),
+      new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli/cli.js accounts create acme`),
     );
     assert.match(installed.stdout, /node \/app\/dist\/api\/cli\.js keys create acme/);
     assert.match(installed.stdout, /kubectl apply --server-side -f charts\/ffmpeg-operator\/crds\//);

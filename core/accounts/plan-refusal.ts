@@ -1,5 +1,5 @@
 // What an account's plan does not allow, or a quota it has used up. The API answers every one of these
-// with 403 and the message as its detail (api/app.ts), wherever it is thrown.
+// with 403 and the message as its detail (api/app/create-app.ts), wherever it is thrown.
 import type { Plan } from './plans.ts';
 
 export class PlanRefusal extends Error {

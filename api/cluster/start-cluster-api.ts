@@ -1,29 +1,29 @@
 // Cluster mode's API: the same HTTP app, with PostgreSQL, S3 (or a shared local folder in tests),
 // and a dispatch that turns each stored command into an FfmpegCommand resource. It runs nothing
 // itself: the operator does. Polls and lists are served from the database, never from Kubernetes.
-import { KeepAliveKubeConfig } from '../core/k8s/keep-alive-kubeconfig.ts';
+import { KeepAliveKubeConfig } from '../../core/k8s/keep-alive-kubeconfig.ts';
 import type { AddressInfo } from 'node:net';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
-import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { CommandsRepo } from '../core/commands/commands-repo.ts';
-import { watchedPollCache } from '../core/commands/poll-cache.ts';
-import { watchKeyChanges } from '../core/accounts/key-cache.ts';
-import type { Database } from '../core/db/database.ts';
-import { FilesRepo } from '../core/files/files-repo.ts';
-import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
-import type { Storage } from '../core/storage/storage.ts';
-import { createFfmpegCommand } from '../core/k8s/ffmpeg-command.ts';
-import { createApp } from './app.ts';
-import { listen } from './listen.ts';
-import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from './routes/job-events.ts';
-import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { WebhooksRepo } from '../core/webhooks/webhooks-repo.ts';
-import { startWebhookWorker } from './webhooks/webhook-worker.ts';
-import { createMetrics } from '../core/metrics/metrics.ts';
-import { startMetricsServer, type MetricsServerOptions } from '../core/metrics/metrics-server.ts';
+import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { watchedPollCache } from '../../core/commands/poll-cache.ts';
+import { watchKeyChanges } from '../../core/accounts/key-cache.ts';
+import type { Database } from '../../core/db/database.ts';
+import { FilesRepo } from '../../core/files/files-repo.ts';
+import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import { createFfmpegCommand } from '../../core/k8s/ffmpeg-command.ts';
+import { createApp } from '../app/create-app.ts';
+import { listen } from '../app/listen.ts';
+import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from '../routes/job-events.ts';
+import { createAddressPolicy } from '../../core/net/address-policy.ts';
+import { WebhooksRepo } from '../../core/webhooks/webhooks-repo.ts';
+import { startWebhookWorker } from '../webhooks/webhook-worker.ts';
+import { createMetrics } from '../../core/metrics/metrics.ts';
+import { startMetricsServer, type MetricsServerOptions } from '../../core/metrics/metrics-server.ts';
 
 export interface ClusterApiOptions {
   kubeconfig: KubeConfig;
