@@ -109,4 +109,4 @@ RUN mkdir -p /data && chown 10000:10000 /data
 USER 10000:10000
 WORKDIR /app
 EXPOSE 8080
-CMD ["node", "/app/dist/api/cluster-main.js"]
+CMD ["node", "/app/dist/api/cluster/main.js"]

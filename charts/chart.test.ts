@@ -547,9 +547,9 @@ describe('the Helm chart', () => {
     assert.equal(installed.code, 0, installed.stderr);
     assert.match(
       installed.stdout,
-      new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli.js accounts create acme`),
+      new RegExp(`kubectl exec -n ${NS} deploy/ffop-ffmpeg-operator-api -- node /app/dist/api/cli/cli.js accounts create acme`),
     );
-    assert.match(installed.stdout, /node \/app\/dist\/api\/cli\.js keys create acme/);
+    assert.match(installed.stdout, /node \/app\/dist\/api\/cli\/cli\.js keys create acme/);
     assert.match(installed.stdout, /kubectl apply --server-side -f charts\/ffmpeg-operator\/crds\//);
     const keys = async () =>
       JSON.parse(await kubectl(['get', 'secret', '-n', NS, 'ffop-ffmpeg-operator-keys', '-o', 'jsonpath={.data}'])) as Record<

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
 import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
-import { startEmbedded, type EmbeddedService, type EmbeddedTuning } from '../api/embedded.ts';
+import { startEmbedded, type EmbeddedService, type EmbeddedTuning } from '../api/embedded/start-embedded.ts';
 
 const run = promisify(execFile);
 
@@ -291,18 +291,22 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
   const dbEnv = { FFOP_DATA_DIR: dataDir, FFOP_DATABASE_URL: db.url === 'pglite:memory' ? `pglite:${join(dataDir, 'db')}` : db.url };
   // Benchmarks: FFOP_BENCH_PROFILE_DIR=<folder> writes the service's CPU profile there when it stops.
   const profile = process.env.FFOP_BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FFOP_BENCH_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, ...(o.compiled ? ['dist/api/main.js'] : ['--import', 'tsx', 'api/main.ts'])], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      ...SERVICE_PROCESS_ENV,
-      FFOP_PORT: String(port),
-      ...dbEnv,
-      FFOP_LOG_LEVEL: 'warn',
-      ...o.env,
+  const child = spawn(
+    process.execPath,
+    [...profile, ...(o.compiled ? ['dist/api/embedded/main.js'] : ['--import', 'tsx', 'api/embedded/main.ts'])],
+    {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        ...SERVICE_PROCESS_ENV,
+        FFOP_PORT: String(port),
+        ...dbEnv,
+        FFOP_LOG_LEVEL: 'warn',
+        ...o.env,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  );
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const close = async () => {

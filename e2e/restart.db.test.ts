@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
 import { ApiClient, freePort, makeClip, startMediaServer, waitForFile } from './harness.ts';
 
-const MAIN = fileURLToPath(new URL('../api/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../api/embedded/main.ts', import.meta.url));
 
 function startProcess(env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {

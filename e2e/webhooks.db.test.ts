@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { adminSocketPath, runThroughAdminSocket } from '../api/admin-socket.ts';
+import { adminSocketPath, runThroughAdminSocket } from '../api/cli/admin-socket.ts';
 import { makeClip, startMediaServer, startService, waitForFile, type ApiClient, type MediaServer, type ServiceFixture } from './harness.ts';
 
 interface Received {

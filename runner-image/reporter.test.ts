@@ -21,7 +21,7 @@ describe('httpReporter', () => {
       req.on('end', () => {
         const status = answers.shift() ?? 200;
         if (status === 200) received.push({ auth: req.headers.authorization, body: JSON.parse(body) });
-        // As the API past a Job's request budget (api/job-event-budget.ts).
+        // As the API past a Job's request budget (api/middleware/job-event-budget.ts).
         res.writeHead(status, status === 429 ? { 'retry-after': '1' } : {}).end();
       });
     });

@@ -254,7 +254,7 @@ mkdir -p "$scratch/writable-$service_uid" "$scratch/writable-$runner_uid/tmp"
 # root filesystem is read-only.
 final "$service_name" "$service_archive" "$service_uid" /data \
   --workingdir /app --env FFOP_DATA_DIR=/data --port 8080 \
-  --entrypoint '[]' --cmd '["node", "/app/dist/api/cluster-main.js"]'
+  --entrypoint '[]' --cmd '["node", "/app/dist/api/cluster/main.js"]'
 # The runner's contract (the Dockerfile's runner target): writes only to /work and /work/tmp.
 final "$runner_name" "$runner_archive" "$runner_uid" /work \
   --workingdir /work --env FFOP_WORK_ROOT=/work --env TMPDIR=/work/tmp --volume /work \

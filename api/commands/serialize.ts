@@ -1,7 +1,7 @@
 // Command rows -> the spec's JSON records.
 import type { CommandListRow, CommandRow, FileRow } from '../../core/commands/commands-repo.ts';
 import { mediaFields, storageUrlOf } from '../files/serialize.ts';
-import { toMb } from '../units.ts';
+import { toMb } from '../files/units.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { progressView } from '../../core/commands/progress.ts';
 

@@ -13,7 +13,7 @@ import { failedAtSubmitMessage } from '../../core/command-line/ffmpeg-failure.ts
 import { CommandRejected, type ParsedCommand } from '../../core/command-line/parsed-command.ts';
 import type { DeclaredOutput, StoredStep } from '../../core/db/schema.ts';
 import { DEFAULT_VCPUS, PLAYLIST_ALIAS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
-import { invalid } from '../validation.ts';
+import { invalid } from '../schemas/validation.ts';
 
 interface Common {
   input_files?: Record<string, string> | null;

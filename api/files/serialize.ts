@@ -3,7 +3,7 @@ import type { FileRow } from '../../core/files/files-repo.ts';
 import type { MediaInfo } from '../../core/media/media-info.ts';
 import { FileStatus } from '../../core/files/file-status.ts';
 import type { Storage } from '../../core/storage/storage.ts';
-import { toMb } from '../units.ts';
+import { toMb } from './units.ts';
 
 export async function storageUrlOf(f: FileRow, storage: Storage, presignTtl: number | undefined): Promise<string> {
   // Only stored, private, live files get a presigned URL; everything else keeps its plain URL.

@@ -15,7 +15,7 @@ import type { Database } from '../../core/db/database.ts';
 import { openTestDatabase } from '../../core/db/testing/test-database.ts';
 import { FilesRepo } from '../../core/files/files-repo.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
-import type { AppEnv } from '../auth.ts';
+import type { AppEnv } from '../middleware/auth.ts';
 import { testCommandRow } from '../commands/testing/test-command-row.ts';
 import { commandRoutes } from './commands.ts';
 

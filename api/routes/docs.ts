@@ -6,11 +6,11 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
-import type { AppEnv } from '../auth.ts';
+import type { AppEnv } from '../middleware/auth.ts';
 import { openAPIRouteHandler } from 'hono-openapi';
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { errorStatusDescription } from '../openapi/components.ts';
-import { MAX_JSON_DEPTH } from '../json-depth.ts';
+import { MAX_JSON_DEPTH } from '../schemas/json-depth.ts';
 import { STORABLE_JSON, STORABLE_JSON_NAME } from '../schemas/body.ts';
 import { dashboardHeaders, DOCS_CSP } from '../dashboard/security-headers.ts';
 

@@ -13,11 +13,11 @@ import { fileNameFromUrl, safeLocalName } from '../../core/net/file-name.ts';
 import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
 import { objectKey } from '../../core/storage/object-keys.ts';
 import { MultipartError, type Storage } from '../../core/storage/storage.ts';
-import type { AppEnv } from '../auth.ts';
+import type { AppEnv } from '../middleware/auth.ts';
 import { storedFileRecord } from '../files/serialize.ts';
 import { bulkDeleteSchema, completeUploadSchema, fileIdParam, initUploadSchema, storeFileSchema } from '../schemas/files.ts';
 import { listQuerySchema, presignQuerySchema } from '../schemas/commands.ts';
-import { invalid, jsonBody, parseWith, queryParams } from '../validation.ts';
+import { invalid, jsonBody, parseWith, queryParams } from '../schemas/validation.ts';
 import { commonResponses, responses, storedFileSchema, uploadSessionSchema } from '../openapi/components.ts';
 import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
 

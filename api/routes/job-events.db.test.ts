@@ -17,8 +17,8 @@ import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { jobName } from '../../core/jobs/job-name.ts';
 import { jobToken } from '../../core/jobs/job-token.ts';
 import { unknownMedia } from '../../core/media/unknown-media.ts';
-import { JobEventBudget } from '../job-event-budget.ts';
-import { listen } from '../listen.ts';
+import { JobEventBudget } from '../middleware/job-event-budget.ts';
+import { listen } from '../app/listen.ts';
 import { jobEventRoutes, TOKEN_GRACE_SECONDS } from './job-events.ts';
 
 const secret = randomBytes(32).toString('hex');

@@ -16,7 +16,7 @@ import { jobTokenValid } from '../../core/jobs/job-token.ts';
 import { refusedResult, resultProblem } from '../../core/jobs/result-bounds.ts';
 import { parseRunnerEvent } from '../../core/jobs/runner-event-schema.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, type RunnerEvent } from '../../core/jobs/step-spec.ts';
-import { JobEventBudget } from '../job-event-budget.ts';
+import { JobEventBudget } from '../middleware/job-event-budget.ts';
 
 /** Largest body of each event type: a result holds up to 20 outputs' media, or an error message. */
 export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 64 * 1024 } as const;

@@ -5,12 +5,12 @@ import { describeRoute } from 'hono-openapi';
 import type { AddressPolicy } from '../../core/net/address-policy.ts';
 import { literalAddressProblem } from '../../core/webhooks/webhook-url.ts';
 import type { WebhooksRepo } from '../../core/webhooks/webhooks-repo.ts';
-import type { AppEnv } from '../auth.ts';
+import type { AppEnv } from '../middleware/auth.ts';
 import { commonResponses, responses } from '../openapi/components.ts';
 import { jsonRequestBody, queryParameters } from '../openapi/requests.ts';
 import { listQuerySchema } from '../schemas/commands.ts';
 import { deliverySchema, setWebhookSchema, testDeliverySchema, webhookSchema, webhookWithSecretSchema } from '../schemas/webhook.ts';
-import { invalid, jsonBody, queryParams } from '../validation.ts';
+import { invalid, jsonBody, queryParams } from '../schemas/validation.ts';
 import { deliveryRecord, webhookRecord, webhookRecordWithSecret } from '../webhooks/serialize.ts';
 
 export interface WebhookRoutesDeps {

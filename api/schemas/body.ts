@@ -1,9 +1,9 @@
-// The rules of every JSON body (checked by jsonBody in api/validation.ts), stated for the OpenAPI document:
+// The rules of every JSON body (checked by jsonBody in api/schemas/validation.ts), stated for the OpenAPI document:
 // strings without NUL, keys other than the reserved ones. Unpaired surrogates are in descriptions only: a
 // pattern that tells them from pairs reads differently in UTF-16 (JavaScript) and in code points (most
 // clients' regex engines).
 import * as v from 'valibot';
-import { RESERVED_KEYS, str } from '../validation.ts';
+import { RESERVED_KEYS, str } from './validation.ts';
 
 export const TEXT_CHAR = '[^\\u0000]';
 export const TEXT_PATTERN = `^${TEXT_CHAR}*$`;

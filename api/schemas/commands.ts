@@ -1,6 +1,6 @@
 // Request bodies of the command endpoints, with every rule of the spec's tables.
 import * as v from 'valibot';
-import { FINITE, ge, gt, jsonBool, laxInt, laxNumber, le, maxChars, msg, RESERVED_KEYS, str } from '../validation.ts';
+import { FINITE, ge, gt, jsonBool, laxInt, laxNumber, le, maxChars, msg, RESERVED_KEYS, str } from './validation.ts';
 import { bodyObject, stated, text, TEXT_PATTERN } from './body.ts';
 import { httpUrl } from './http-url.ts';
 
@@ -72,7 +72,7 @@ export const outputFilesMapSchema = v.pipe(
   ...playlistsAreManifests,
 );
 
-// Reserved keys are refused in any object of a body (api/validation.ts); metadata keys are free text.
+// Reserved keys are refused in any object of a body (api/schemas/validation.ts); metadata keys are free text.
 const metadataKey = v.pipe(text(), maxChars(512), v.notValues(RESERVED_KEYS, msg('value_error', 'Value error, this key is not allowed')));
 const metadataValue = v.union(
   [

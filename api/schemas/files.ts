@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ge, gt, jsonBool, laxInt, le, msg, str } from '../validation.ts';
+import { ge, gt, jsonBool, laxInt, le, msg, str } from './validation.ts';
 import { bodyObject, text } from './body.ts';
 import { httpUrl } from './http-url.ts';
 

@@ -1,6 +1,6 @@
 // URLs of files to fetch: read by the WHATWG URL parser (as fetch reads them), http or https only.
 import * as v from 'valibot';
-import { msg, str } from '../validation.ts';
+import { msg, str } from './validation.ts';
 import { TEXT_CHAR } from './body.ts';
 
 export function isHttpUrl(s: string): boolean {

@@ -1,7 +1,7 @@
 // The webhook endpoints: the request body of PUT /v1/webhook, and the answers for the OpenAPI document.
 import * as v from 'valibot';
 import { MAX_WEBHOOK_URL_CHARS } from '../../core/webhooks/webhook-url.ts';
-import { jsonBool, maxChars, msg, str } from '../validation.ts';
+import { jsonBool, maxChars, msg, str } from './validation.ts';
 import { bodyObject, TEXT_CHAR } from './body.ts';
 import { isHttpUrl } from './http-url.ts';
 

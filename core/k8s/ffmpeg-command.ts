@@ -57,7 +57,6 @@ export interface FfmpegCommandObject extends KubernetesObject {
   status?: FfmpegCommandStatus;
 }
 
-/** Creates a command's resource (the API on submit, the operator for rows the API never got to); an existing one is fine. */
 /** Creates a command's resource; returns its uid, or null when it existed already. */
 export async function createFfmpegCommand(api: CustomObjectsApi, namespace: string, command: CommandRow): Promise<string | null> {
   const body: FfmpegCommandObject = {

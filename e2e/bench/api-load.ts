@@ -51,7 +51,7 @@ function rssMiB(pid: number): Promise<number> {
 /** A plan whose limits do not bind, for the default account (through the service's admin socket). */
 async function unlimitedPlan(svc: ServiceProcess): Promise<void> {
   const cli = (args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'api/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...svc.env } });
+    run(process.execPath, ['--import', 'tsx', 'api/cli/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...svc.env } });
   await cli([
     'plans',
     'create',

@@ -1,10 +1,10 @@
-// Benchmark: what one failed API key attempt costs the failed-key limit (api/auth-failure-limit.ts)
+// Benchmark: what one failed API key attempt costs the failed-key limit (api/middleware/auth-failure-limit.ts)
 // when it already holds 100,000 live client windows (its bound), against the same with almost none.
 // Each failure comes from an address not seen before, the case where the limit must make room.
 // Prints the median cost per failure of several rounds, in microseconds.
 // Run: npm run bench:auth [-- windows failures-per-round]
 import { performance } from 'node:perf_hooks';
-import { AuthFailureLimit } from '../../api/auth-failure-limit.ts';
+import { AuthFailureLimit } from '../../api/middleware/auth-failure-limit.ts';
 import { median } from './stats.ts';
 
 const windows = Number(process.argv[2] ?? 100_000);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { startClusterApi } from '../../api/cluster-api.ts';
+import { startClusterApi } from '../../api/cluster/start-cluster-api.ts';
 import { testConfinement } from '../../core/confine/testing/test-confinement.ts';
 import { SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
 import { createLogger } from '../../core/logger.ts';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startClusterApi } from '../../api/cluster-api.ts';
+import { startClusterApi } from '../../api/cluster/start-cluster-api.ts';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
 import { createTestDatabaseUrl } from '../../core/db/testing/test-database.ts';

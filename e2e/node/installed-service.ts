@@ -228,7 +228,7 @@ export async function installOnRealNode(
     await rolledOut();
 
     // The first API key, as NOTES.txt tells a new user to make it.
-    const cli = (args: string[]) => kubectl(['exec', `deploy/${API_DEPLOYMENT}`, '--', 'node', '/app/dist/api/cli.js', ...args]);
+    const cli = (args: string[]) => kubectl(['exec', `deploy/${API_DEPLOYMENT}`, '--', 'node', '/app/dist/api/cli/cli.js', ...args]);
     const created = await cli(['accounts', 'create', 'first', '--plan', 'pro']);
     if (created.code !== 0) throw new Error(`cli accounts create failed: ${created.stderr}`);
     const keyOut = await cli(['keys', 'create', 'first']);

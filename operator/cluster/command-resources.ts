@@ -7,12 +7,8 @@ import type { ActiveCommand, CommandRow, CommandsRepo } from '../../core/command
 import { CommandStatus } from '../../core/commands/command-status.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../core/k8s/names.ts';
 import { jobName } from '../../core/engine/job-backend.ts';
-import {
-  createFfmpegCommand,
-  type FfmpegCommandObject,
-  type FfmpegCommandOutput,
-  type FfmpegCommandStatus,
-} from '../../core/k8s/ffmpeg-command.ts';
+import type { FfmpegCommandObject, FfmpegCommandOutput, FfmpegCommandStatus } from '../../core/k8s/ffmpeg-command.ts';
+import { createCommandResource } from '../../core/k8s/command-resource.ts';
 import { keepIdentityOnly, keepInformer, pagedList, type KeptInformer } from './watch.ts';
 import { progressView } from '../../core/commands/progress.ts';
 
@@ -34,12 +30,6 @@ export class CommandResources {
     this.namespace = o.namespace;
     this.logger = o.logger;
     this.api = o.kubeconfig.makeApiClient(CustomObjectsApi);
-  }
-
-  /** Creates the resource of a command; an existing one is fine (idempotent). */
-  async create(command: CommandRow): Promise<void> {
-    const uid = await createFfmpegCommand(this.api, this.namespace, command);
-    if (uid) this.uidsAheadOfWatch.set(command.id, uid);
   }
 
   private async read(commandId: string): Promise<FfmpegCommandObject> {
@@ -125,10 +115,9 @@ export class CommandResources {
         throw err;
       }
     }
-    const row = await commands.findById(command.id);
-    if (!row) return 'present'; // gone meanwhile: nothing to create
-    await this.create(row);
-    await commands.update(command.id, { resourceCreatedAt: new Date() });
+    const created = await createCommandResource(this.api, this.namespace, commands, command.id);
+    if (!created) return 'present'; // gone meanwhile: nothing to create
+    if (created.uid) this.uidsAheadOfWatch.set(command.id, created.uid);
     this.logger.info({ command_id: command.id }, 'created the missing FfmpegCommand');
     return 'created';
   }

@@ -5,36 +5,32 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerType } from '@hono/node-server';
-import { listen } from './listen.ts';
+import { listen } from '../app/listen.ts';
+import { buildHttpApp, createServiceRepos, type HttpApp } from '../app/build-http-app.ts';
+import type { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import type { FilesRepo } from '../../core/files/files-repo.ts';
+import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
 import type { Logger } from 'pino';
-import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { CommandsRepo } from '../core/commands/commands-repo.ts';
-import { watchedPollCache } from '../core/commands/poll-cache.ts';
-import { watchKeyChanges } from '../core/accounts/key-cache.ts';
-import { FilesRepo } from '../core/files/files-repo.ts';
-import type { FileTasks } from '../core/engine/file-tasks.ts';
-import { uploadUrlTtlSeconds, type Config } from '../core/config.ts';
-import { openDatabase, type Database } from '../core/db/database.ts';
-import { LocalStorage } from '../core/storage/local-storage.ts';
-import { HANDOFF_DIR_ENV } from '../core/storage/handoff.ts';
-import type { Storage } from '../core/storage/storage.ts';
-import { LocalProcessBackend } from '../core/engine/local-process-backend.ts';
-import type { Reconciler } from '../core/engine/reconciler.ts';
-import { createEngine } from '../core/engine/engine.ts';
-import { storageFilesRoutes } from './routes/storage-files.ts';
-import { publicFilesProxy } from './routes/public-files-proxy.ts';
-import { createStorage } from '../core/storage/create-storage.ts';
-import { createApp } from './app.ts';
-import { adminSocketPath, startAdminSocket } from './admin-socket.ts';
-import { runCli } from './cli.ts';
-import { secureDataPermissions } from '../core/data-permissions.ts';
-import { confinementFromConfig } from '../core/confine/from-config.ts';
-import { runnerEnvFor } from '../core/confine/set-up.ts';
-import { createMetrics } from '../core/metrics/metrics.ts';
-import { registerStateGauges } from '../core/metrics/state-gauges.ts';
-import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { WebhooksRepo } from '../core/webhooks/webhooks-repo.ts';
-import { startWebhookWorker, type WebhookWorker } from './webhooks/webhook-worker.ts';
+import type { FileTasks } from '../../core/engine/file-tasks.ts';
+import { uploadUrlTtlSeconds, type Config } from '../../core/config.ts';
+import { openDatabase, type Database } from '../../core/db/database.ts';
+import { LocalStorage } from '../../core/storage/local-storage.ts';
+import { HANDOFF_DIR_ENV } from '../../core/storage/handoff.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import { LocalProcessBackend } from '../../core/engine/local-process-backend.ts';
+import type { Reconciler } from '../../core/engine/reconciler.ts';
+import { createEngine } from '../../core/engine/engine.ts';
+import { storageFilesRoutes } from '../routes/storage-files.ts';
+import { publicFilesProxy } from '../routes/public-files-proxy.ts';
+import { createStorage } from '../../core/storage/create-storage.ts';
+import { adminSocketPath, startAdminSocket } from '../cli/admin-socket.ts';
+import { runCli } from '../cli/cli.ts';
+import { secureDataPermissions } from '../../core/data-permissions.ts';
+import { confinementFromConfig } from '../../core/confine/from-config.ts';
+import { runnerEnvFor } from '../../core/confine/set-up.ts';
+import { createMetrics } from '../../core/metrics/metrics.ts';
+import { registerStateGauges } from '../../core/metrics/state-gauges.ts';
 
 export interface EmbeddedService {
   url: string;
@@ -78,16 +74,15 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
     throw err;
   }
   const port = (server.address() as AddressInfo).port;
+  // The HTTP app's caches and webhook worker, stopped again if a later step of the start fails.
+  let httpStarted: HttpApp | undefined;
   const publicUrl = config.port === 0 ? config.publicUrl.replace(/:\d+$/, `:${port}`) : config.publicUrl;
   try {
     // After the database is open (PGlite creates its files 0666): folders 0700, files 0600, every start.
     await secureDataPermissions(config);
-    const accounts = new AccountsRepo(database.db);
-    const commands = new CommandsRepo(database.db);
-    const files = new FilesRepo(database.db);
+    const repos = createServiceRepos(database);
+    const { accounts, commands, files } = repos;
     const initialKey = await ensureDefaultAccount(accounts, config, logger);
-    const polls = await watchedPollCache(database, commands);
-    const stopKeyWatch = await watchKeyChanges(database);
     const storage = await createStorage({
       kind: config.storage,
       publicUrl,
@@ -125,13 +120,9 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       reconcileResyncMs: tuning.reconcileResyncMs,
     });
     const { reconciler, fileTasks } = engine;
-    const app = createApp({
-      accounts,
-      commands,
-      readCommand: polls.find,
-      insertCommand: polls.insert,
-      listCommands: polls.list,
-      files,
+    const http = await buildHttpApp({
+      database,
+      repos,
       storage,
       logger,
       dispatch: () => reconciler.submitted(),
@@ -147,22 +138,14 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       metrics,
       // Behind a token always: FFOP_METRICS_TOKEN, else one generated into the data folder once.
       metricsEndpoint: { token: config.metricsToken ?? (await persistentSecret(join(config.dataDir, METRICS_TOKEN_FILE))) },
-      webhooks: { webhooks: new WebhooksRepo(database.db), addressPolicy: createAddressPolicy(config.webhookAllowAddresses) },
-      health: database.health,
+      webhookAllowAddresses: config.webhookAllowAddresses,
+      webhookRetentionMs: config.webhookRetentionSeconds * 1000,
     });
+    httpStarted = http;
+    const { app, webhookWorker } = http;
     handler = (req, env) => app.fetch(req, env);
     const url = publicUrl;
     await engine.start();
-    const webhookWorker = await startWebhookWorker({
-      database,
-      commands,
-      files,
-      storage,
-      logger,
-      allowAddresses: config.webhookAllowAddresses,
-      retentionMs: config.webhookRetentionSeconds * 1000,
-      onAttempt: (outcome) => metrics.webhookAttempt(outcome),
-    });
     const admin = await startAdminSocket(adminSocketPath(config.dataDir), database, (argv, out, o) =>
       runCli(argv, out, { ...o, webhookAllowAddresses: config.webhookAllowAddresses }),
     );
@@ -185,15 +168,14 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
         await admin.close();
         await new Promise<void>((res) => server.close(() => res()));
         await engine.stop();
-        await webhookWorker.stop();
         await backend.close();
-        await polls.stop();
-        await stopKeyWatch();
+        await http.close();
         await database.close();
       },
     };
   } catch (err) {
     server.close();
+    await httpStarted?.close();
     await database.close();
     throw err;
   }

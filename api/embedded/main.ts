@@ -1,8 +1,8 @@
 // `npm run serve`: the service in embedded mode.
 import { setFlagsFromString } from 'node:v8';
-import { loadConfig } from '../core/config.ts';
-import { createLogger } from '../core/logger.ts';
-import { startEmbedded } from './embedded.ts';
+import { loadConfig } from '../../core/config.ts';
+import { createLogger } from '../../core/logger.ts';
+import { startEmbedded } from './start-embedded.ts';
 
 const config = loadConfig();
 // PGlite's WebAssembly compiled once by the optimizing compiler only: V8 would otherwise keep a

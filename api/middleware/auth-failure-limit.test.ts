@@ -4,7 +4,7 @@ import { Hono } from 'hono';
 import { AuthFailureLimit, clientKey } from './auth-failure-limit.ts';
 import type { AppEnv } from './auth.ts';
 import { RateLimit } from './rate-limit.ts';
-import { testCaller } from './testing/test-caller.ts';
+import { testCaller } from '../testing/test-caller.ts';
 import { v1Gate } from './v1-gate.ts';
 
 /**

@@ -1,12 +1,12 @@
 // `npm run cli -- <command>`: manage accounts and API keys in the service's database.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { PlansRepo } from '../core/accounts/plans-repo.ts';
-import { GB, PlanError, type Plan, type PlanLimits } from '../core/accounts/plans.ts';
-import { loadConfig } from '../core/config.ts';
-import { openDatabase, type Database } from '../core/db/database.ts';
+import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import { PlansRepo } from '../../core/accounts/plans-repo.ts';
+import { GB, PlanError, type Plan, type PlanLimits } from '../../core/accounts/plans.ts';
+import { loadConfig } from '../../core/config.ts';
+import { openDatabase, type Database } from '../../core/db/database.ts';
 import { adminSocketPath, runThroughAdminSocket } from './admin-socket.ts';
-import { runWebhookCli, WEBHOOK_USAGE, WebhookUsageError } from './webhooks/webhook-cli.ts';
+import { runWebhookCli, WEBHOOK_USAGE, WebhookUsageError } from '../webhooks/webhook-cli.ts';
 
 const USAGE = `usage: npm run cli -- <command>
   accounts create <name> [--plan <plan>]      create an account (default plan: free)

@@ -2,8 +2,8 @@
 // mode; the cluster-mode API serves its metrics on a port of its own, core/metrics/metrics-server.ts).
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
-import type { Metrics } from '../core/metrics/metrics.ts';
-import { METRICS_UNAUTHORIZED, metricsAccess } from '../core/metrics/metrics-access.ts';
+import type { Metrics } from '../../core/metrics/metrics.ts';
+import { METRICS_UNAUTHORIZED, metricsAccess } from '../../core/metrics/metrics-access.ts';
 
 /**
  * The route pattern a request matched (`/v1/commands/:command_id`), never its raw path, so a client

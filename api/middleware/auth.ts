@@ -1,4 +1,4 @@
-import type { Caller } from '../core/accounts/accounts-repo.ts';
+import type { Caller } from '../../core/accounts/accounts-repo.ts';
 
 /** What a /v1 route finds in its context: the caller the gate authenticated (v1-gate.ts). */
 export type AppEnv = { Variables: { caller: Caller } };

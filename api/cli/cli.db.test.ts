@@ -1,9 +1,9 @@
 // The accounts/keys CLI against a real database, and the keys it makes against the API's auth.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { openDatabase } from '../core/db/database.ts';
-import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
+import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import { openDatabase } from '../../core/db/database.ts';
+import { createTestDatabaseUrl } from '../../core/db/testing/test-database.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,7 +143,7 @@ test('plans: mistakes are explained with exit code 2, naming the option', async 
 });
 
 test('through the admin socket, a plan edit applies to a key the service has just authenticated', async () => {
-  const { startService } = await import('../e2e/harness.ts');
+  const { startService } = await import('../../e2e/harness.ts');
   const { adminSocketPath, runThroughAdminSocket } = await import('./admin-socket.ts');
   const svc = await startService();
   const admin = async (...args: string[]) => {
@@ -182,7 +182,7 @@ test('through the admin socket, a plan edit applies to a key the service has jus
 });
 
 test('while the embedded service runs, the CLI works (through its admin socket when PGlite is locked)', async () => {
-  const { startService } = await import('../e2e/harness.ts');
+  const { startService } = await import('../../e2e/harness.ts');
   const { execFile } = await import('node:child_process');
   const svc = await startService();
   try {

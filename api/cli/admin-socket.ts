@@ -4,7 +4,7 @@
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import type { Database } from '../core/db/database.ts';
+import type { Database } from '../../core/db/database.ts';
 
 export const adminSocketPath = (dataDir: string) => join(dataDir, 'admin.sock');
 

@@ -1,7 +1,7 @@
 // Per-key rate limit (token bucket, requests per minute by plan). In memory: with several API
 // replicas each enforces its own share.
 import type { Context } from 'hono';
-import type { Caller } from '../core/accounts/accounts-repo.ts';
+import type { Caller } from '../../core/accounts/accounts-repo.ts';
 
 interface Bucket {
   tokens: number;

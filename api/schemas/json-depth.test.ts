@@ -14,7 +14,7 @@ test('depth counts arrays and objects outside strings, escapes included', () => 
   assert.equal(jsonDepthExceeds('1', 0), false);
 });
 
-/** The same error mapping as api/app.ts: RequestInvalid is a 422, anything else a 500. */
+/** The same error mapping as api/app/create-app.ts: RequestInvalid is a 422, anything else a 500. */
 function appWith(schema: v.GenericSchema): Hono {
   const app = new Hono();
   app.onError((err, c) =>

@@ -1,29 +1,23 @@
 // Cluster mode's API: the same HTTP app, with PostgreSQL, S3 (or a shared local folder in tests),
 // and a dispatch that turns each stored command into an FfmpegCommand resource. It runs nothing
 // itself: the operator does. Polls and lists are served from the database, never from Kubernetes.
-import { KeepAliveKubeConfig } from '../core/k8s/keep-alive-kubeconfig.ts';
+import { KeepAliveKubeConfig } from '../../core/k8s/keep-alive-kubeconfig.ts';
 import type { AddressInfo } from 'node:net';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { ServerType } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
-import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
-import { CommandsRepo } from '../core/commands/commands-repo.ts';
-import { watchedPollCache } from '../core/commands/poll-cache.ts';
-import { watchKeyChanges } from '../core/accounts/key-cache.ts';
-import type { Database } from '../core/db/database.ts';
-import { FilesRepo } from '../core/files/files-repo.ts';
-import { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
-import type { Storage } from '../core/storage/storage.ts';
-import { createFfmpegCommand } from '../core/k8s/ffmpeg-command.ts';
-import { createApp } from './app.ts';
-import { listen } from './listen.ts';
-import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from './routes/job-events.ts';
-import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { WebhooksRepo } from '../core/webhooks/webhooks-repo.ts';
-import { startWebhookWorker } from './webhooks/webhook-worker.ts';
-import { createMetrics } from '../core/metrics/metrics.ts';
-import { startMetricsServer, type MetricsServerOptions } from '../core/metrics/metrics-server.ts';
+import type { Database } from '../../core/db/database.ts';
+import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import { createCommandResource } from '../../core/k8s/command-resource.ts';
+import { listen } from '../app/listen.ts';
+import { buildHttpApp, createServiceRepos } from '../app/build-http-app.ts';
+import type { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from '../routes/job-events.ts';
+import { createMetrics } from '../../core/metrics/metrics.ts';
+import { startMetricsServer, type MetricsServerOptions } from '../../core/metrics/metrics-server.ts';
 
 export interface ClusterApiOptions {
   kubeconfig: KubeConfig;
@@ -51,49 +45,25 @@ export interface ClusterApiOptions {
 export async function startClusterApi(
   o: ClusterApiOptions,
 ): Promise<{ url: string; metricsUrl: string | null; accounts: AccountsRepo; commands: CommandsRepo; close(): Promise<void> }> {
-  const accounts = new AccountsRepo(o.database.db);
-  const commands = new CommandsRepo(o.database.db);
+  const repos = createServiceRepos(o.database);
+  const { commands } = repos;
   // Connections to the API server are kept and reused (keep-alive-kubeconfig.ts).
   const customObjects = KeepAliveKubeConfig.of(o.kubeconfig).makeApiClient(CustomObjectsApi);
   const dispatch = (commandId: string) => {
     // The answer does not wait: a resource that fails to appear here is created by the operator's resync.
-    void (async () => {
-      const row = await commands.findById(commandId);
-      if (!row) return;
-      await createFfmpegCommand(customObjects, o.namespace, row);
-      await commands.update(commandId, { resourceCreatedAt: new Date() });
-    })().catch((err) =>
+    void createCommandResource(customObjects, o.namespace, commands, commandId).catch((err) =>
       o.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not create the FfmpegCommand; the operator will'),
     );
   };
-  // The operator writes command states in its own process: the database's notifications reach here.
-  const polls = await watchedPollCache(o.database, commands);
-  const stopKeyWatch = await watchKeyChanges(o.database);
-  const allowAddresses = o.webhookAllowAddresses ?? [];
-  const files = new FilesRepo(o.database.db);
   // HTTP latency, webhook deliveries and the process; the state gauges are the operator's.
   const metrics = createMetrics();
-  // Every API replica sends webhooks: each claims different deliveries (webhooks-repo.ts).
-  const webhookWorker = await startWebhookWorker({
+  const http = await buildHttpApp({
     database: o.database,
-    commands,
-    files,
+    repos,
     storage: o.storage,
     logger: o.logger,
-    allowAddresses,
-    retentionMs: o.webhookRetentionMs,
-    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
-  });
-  const app = createApp({
+    metrics,
     trustedProxies: o.trustedProxies,
-    accounts,
-    commands,
-    readCommand: polls.find,
-    insertCommand: polls.insert,
-    listCommands: polls.list,
-    files,
-    storage: o.storage,
-    logger: o.logger,
     dispatch,
     kickFileTasks: () => {}, // the operator's file tasks poll
     uploadTtlSeconds: o.uploadTtlSeconds,
@@ -104,11 +74,10 @@ export async function startClusterApi(
       tokenSecret: o.tokenSecret,
       limits: { ...DEFAULT_REPORT_LIMITS, ...o.reportLimits },
     }),
-    webhooks: { webhooks: new WebhooksRepo(o.database.db), addressPolicy: createAddressPolicy(allowAddresses) },
-    metrics,
-    health: o.database.health,
+    webhookAllowAddresses: o.webhookAllowAddresses ?? [],
+    webhookRetentionMs: o.webhookRetentionMs,
   });
-  const server: ServerType = await listen(app.fetch, o.host, o.port);
+  const server: ServerType = await listen(http.app.fetch, o.host, o.port);
   const port = (server.address() as AddressInfo).port;
   const metricsServer = o.metricsServer
     ? await startMetricsServer({ ...o.metricsServer, registry: metrics.registry, logger: o.logger })
@@ -116,14 +85,12 @@ export async function startClusterApi(
   return {
     url: `http://${o.host}:${port}`,
     metricsUrl: metricsServer?.url ?? null,
-    accounts,
+    accounts: repos.accounts,
     commands,
     close: async () => {
       await new Promise<void>((res) => server.close(() => res()));
       await metricsServer?.close();
-      await webhookWorker.stop();
-      await polls.stop();
-      await stopKeyWatch();
+      await http.close();
     },
   };
 }

@@ -6,7 +6,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Database } from '../core/db/database.ts';
+import type { Database } from '../../core/db/database.ts';
 import { runThroughAdminSocket, startAdminSocket } from './admin-socket.ts';
 
 /** The CLI runner double: echoes its arguments, touches no database. */

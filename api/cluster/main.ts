@@ -1,13 +1,13 @@
 // `npm run api:cluster`: the HTTP API in cluster mode (PostgreSQL, S3, FfmpegCommand resources).
-import { loadClusterConfig } from '../core/cluster-config.ts';
-import { loadConfig, uploadUrlTtlSeconds } from '../core/config.ts';
-import { openDatabase } from '../core/db/database.ts';
-import { loadKubeConfig } from '../core/k8s/kubeconfig.ts';
-import { createLogger } from '../core/logger.ts';
-import { createStorage } from '../core/storage/create-storage.ts';
-import { publicFilesProxy } from './routes/public-files-proxy.ts';
-import { startClusterApi } from './cluster-api.ts';
-import { CLUSTER_API_METRICS_PORT, metricsServerSettings } from '../core/metrics/metrics-server.ts';
+import { loadClusterConfig } from '../../core/cluster-config.ts';
+import { loadConfig, uploadUrlTtlSeconds } from '../../core/config.ts';
+import { openDatabase } from '../../core/db/database.ts';
+import { loadKubeConfig } from '../../core/k8s/kubeconfig.ts';
+import { createLogger } from '../../core/logger.ts';
+import { createStorage } from '../../core/storage/create-storage.ts';
+import { publicFilesProxy } from '../routes/public-files-proxy.ts';
+import { startClusterApi } from './start-cluster-api.ts';
+import { CLUSTER_API_METRICS_PORT, metricsServerSettings } from '../../core/metrics/metrics-server.ts';
 
 const config = loadConfig();
 const cluster = loadClusterConfig();

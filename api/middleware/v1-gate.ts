@@ -5,11 +5,11 @@
 // its path supports. One middleware rather than five: each layer of Hono's middleware chain costs
 // promises and microtask turns, and polls pay them thousands of times a second.
 import type { MiddlewareHandler } from 'hono';
-import type { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import type { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import type { AuthFailureLimit } from './auth-failure-limit.ts';
 import { INVALID_KEY, type AppEnv } from './auth.ts';
 import type { RateLimit } from './rate-limit.ts';
-import { answerUnroutedMethod } from './routes/allowed-methods.ts';
+import { answerUnroutedMethod } from '../routes/allowed-methods.ts';
 import { databaseUnavailable } from './database-unavailable.ts';
 
 export interface V1GateDeps {

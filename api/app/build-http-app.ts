@@ -1,0 +1,110 @@
+// What both modes build around the HTTP app (create-app.ts): the poll and key caches that the
+// database's notifications keep current, the webhook worker and the app itself. A mode passes what
+// differs: what a submitted command sets off, which storage routes it serves, whether runners report
+// here, whether /metrics is on the public port.
+import type { Hono } from 'hono';
+import type { Logger } from 'pino';
+import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
+import { watchKeyChanges } from '../../core/accounts/key-cache.ts';
+import { CommandsRepo } from '../../core/commands/commands-repo.ts';
+import { watchedPollCache } from '../../core/commands/poll-cache.ts';
+import type { Database } from '../../core/db/database.ts';
+import { FilesRepo } from '../../core/files/files-repo.ts';
+import type { Metrics } from '../../core/metrics/metrics.ts';
+import { createAddressPolicy } from '../../core/net/address-policy.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import { WebhooksRepo } from '../../core/webhooks/webhooks-repo.ts';
+import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
+import { createApp, type AppDeps } from './create-app.ts';
+
+/** The repositories a mode shares with its HTTP app. */
+export interface ServiceRepos {
+  accounts: AccountsRepo;
+  commands: CommandsRepo;
+  files: FilesRepo;
+}
+
+export function createServiceRepos(database: Database): ServiceRepos {
+  return { accounts: new AccountsRepo(database.db), commands: new CommandsRepo(database.db), files: new FilesRepo(database.db) };
+}
+
+export interface HttpAppOptions extends Pick<
+  AppDeps,
+  | 'dispatch'
+  | 'cancelRequested'
+  | 'kickFileTasks'
+  | 'uploadTtlSeconds'
+  | 'storageRoutes'
+  | 'jobEventRoutes'
+  | 'maxBodyBytes'
+  | 'trustedProxies'
+  | 'metricsEndpoint'
+> {
+  database: Database;
+  repos: ServiceRepos;
+  storage: Storage;
+  logger: Logger;
+  /** HTTP latency and webhook deliveries are recorded here. */
+  metrics: Metrics;
+  /** FFOP_WEBHOOK_ALLOW_ADDRESSES: exceptions to the SSRF guard of webhook URLs. */
+  webhookAllowAddresses: string[];
+  /** FFOP_WEBHOOK_RETENTION_SECONDS, in ms; the worker's default when absent. */
+  webhookRetentionMs?: number;
+}
+
+export interface HttpApp {
+  app: Hono;
+  /** Sends webhook deliveries (in cluster mode every API replica claims different ones). */
+  webhookWorker: WebhookWorker;
+  /** Stops the webhook worker and the caches' watches (not the server, nor the database). */
+  close(): Promise<void>;
+}
+
+export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
+  const { accounts, commands, files } = o.repos;
+  // Command states may be written by another process (the operator, another replica): the database's
+  // notifications keep the poll cache and the key cache current.
+  const polls = await watchedPollCache(o.database, commands);
+  const stopKeyWatch = await watchKeyChanges(o.database);
+  const webhookWorker = await startWebhookWorker({
+    database: o.database,
+    commands,
+    files,
+    storage: o.storage,
+    logger: o.logger,
+    allowAddresses: o.webhookAllowAddresses,
+    retentionMs: o.webhookRetentionMs,
+    onAttempt: (outcome) => o.metrics.webhookAttempt(outcome),
+  });
+  const app = createApp({
+    accounts,
+    commands,
+    readCommand: polls.find,
+    insertCommand: polls.insert,
+    listCommands: polls.list,
+    files,
+    storage: o.storage,
+    logger: o.logger,
+    dispatch: o.dispatch,
+    cancelRequested: o.cancelRequested,
+    kickFileTasks: o.kickFileTasks,
+    uploadTtlSeconds: o.uploadTtlSeconds,
+    storageRoutes: o.storageRoutes,
+    jobEventRoutes: o.jobEventRoutes,
+    maxBodyBytes: o.maxBodyBytes,
+    trustedProxies: o.trustedProxies,
+    metrics: o.metrics,
+    metricsEndpoint: o.metricsEndpoint,
+    webhooks: { webhooks: new WebhooksRepo(o.database.db), addressPolicy: createAddressPolicy(o.webhookAllowAddresses) },
+    health: o.database.health,
+  });
+  return {
+    app,
+    webhookWorker,
+    close: async () => {
+      await webhookWorker.stop();
+      await polls.stop();
+      await stopKeyWatch();
+    },
+  };
+}
