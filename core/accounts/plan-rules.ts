@@ -2,7 +2,7 @@
 // Each limit is one comparison (a Limit): the code calls it where the code decides (a submit, a file
 // to store), and the statements that decide in the database build it as SQL from the same definition
 // (admission: CommandsRepo.admissible and overPlan; a new command's quotas: CommandsRepo.insert). A
-// refusal at the API is a PlanRefusal, answered 403 with its message (api/app.ts); a queued command
+// refusal at the API is a PlanRefusal, answered 403 with its message (api/app/create-app.ts); a queued command
 // a rule refuses later ends FAILED with the message worded here.
 import { sql, type SQL } from 'drizzle-orm';
 import type { QuotaUsage } from '../files/files-repo.ts';
