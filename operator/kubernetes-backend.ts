@@ -14,13 +14,13 @@ import {
 } from '@kubernetes/client-node';
 import { DEFAULT_MEMORY_BYTES } from '../core/confine/limits.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../core/jobs/step-spec.ts';
-import { POD_FALLBACK } from '../runner-image/confinement-from-env.ts';
+import { POD_FALLBACK, POD_WORK_ROOT, runnerEnv, type RunnerConfinementMode } from '../core/jobs/runner-contract.ts';
 import type { Logger } from 'pino';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { JobEventsRepo } from '../core/jobs/job-events-repo.ts';
 import { jobToken } from '../core/jobs/job-token.ts';
 import type { RunnerEvent } from '../core/jobs/step-spec.ts';
-import { LABELS, MANAGED_BY, RUNNER_CONTAINER, RUNNER_ENV, SERVICE_ACCOUNTS } from '../core/k8s/names.ts';
+import { LABELS, MANAGED_BY, RUNNER_CONTAINER, SERVICE_ACCOUNTS } from '../core/k8s/names.ts';
 import { keepInformer, type KeptInformer } from './cluster/watch.ts';
 import {
   parseJobName,
@@ -65,7 +65,7 @@ export interface KubernetesBackendOptions {
   pollMs?: number;
   /** Calls `onNew` whenever a runner event was stored (the database's NOTIFY); resolves to a stop function. */
   watchEvents?: (onNew: () => void) => Promise<() => Promise<void>>;
-  /** Where the runner's working volume is mounted (default /work). */
+  /** Where the runner's working volume is mounted (default POD_WORK_ROOT, /work). */
   workRoot?: string;
   /** Disk a step may use: its working volume's size limit and the pod's ephemeral-storage limit (default 100Gi). */
   workVolumeSize?: string;
@@ -78,7 +78,7 @@ export interface KubernetesBackendOptions {
   /** The runner container's memory limit (FFOP_RUNNER_MEMORY_LIMIT); default the rlimit + 512Mi. */
   podMemoryLimit?: string;
   /** 'bwrap' requires bubblewrap in the pod; 'bwrap-or-pod' (default) lets the pod be the boundary where it cannot run. */
-  runnerConfinement?: 'bwrap' | 'bwrap-or-pod';
+  runnerConfinement?: RunnerConfinementMode;
   /** Where runner pods may run (FFOP_RUNNER_NODE_SELECTOR, FFOP_RUNNER_TOLERATIONS, FFOP_RUNNER_PRIORITY_CLASS). */
   nodeSelector?: Record<string, string>;
   tolerations?: Toleration[];
@@ -273,19 +273,21 @@ export class KubernetesBackend implements JobBackend {
               {
                 name: RUNNER_CONTAINER,
                 image: this.options.runnerImage,
-                env: [
-                  { name: RUNNER_ENV.spec, value: JSON.stringify(request.spec) },
-                  { name: RUNNER_ENV.reportUrl, value: this.options.reportUrl },
-                  { name: RUNNER_ENV.reportToken, value: jobToken(this.options.tokenSecret, request.ref.name) },
-                  { name: 'FFOP_JOB_NAME', value: request.ref.name },
-                  { name: 'FFOP_WORK_ROOT', value: this.options.workRoot ?? '/work' },
-                  { name: 'FFOP_MAX_OUTPUT_FILE_BYTES', value: String(this.options.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES) },
-                  { name: 'FFOP_MAX_OUTPUT_FILES', value: String(this.options.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES) },
-                  { name: 'FFOP_MAX_MEMORY_BYTES', value: String(this.options.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES) },
-                  // Named in the step's error when the kernel kills ffmpeg for going over it.
-                  { name: 'FFOP_POD_MEMORY_LIMIT', value: memoryLimit },
-                  { name: 'FFOP_RUNNER_CONFINEMENT', value: this.options.runnerConfinement ?? POD_FALLBACK },
-                ],
+                env: Object.entries(
+                  runnerEnv({
+                    spec: request.spec,
+                    reportUrl: this.options.reportUrl,
+                    reportToken: jobToken(this.options.tokenSecret, request.ref.name),
+                    jobName: request.ref.name,
+                    workRoot: this.options.workRoot ?? POD_WORK_ROOT,
+                    maxOutputFileBytes: this.options.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES,
+                    maxOutputFiles: this.options.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
+                    maxMemoryBytes: this.options.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES,
+                    // Named in the step's error when the kernel kills ffmpeg for going over it.
+                    podMemoryLimit: memoryLimit,
+                    confinement: this.options.runnerConfinement ?? POD_FALLBACK,
+                  }),
+                ).map(([name, value]) => ({ name, value })),
                 resources: {
                   // Scheduling goes by the request (sized from what the step can know); the limit is the guard.
                   requests: { cpu, memory: memoryLimit, 'ephemeral-storage': disk.request },
@@ -299,7 +301,7 @@ export class KubernetesBackend implements JobBackend {
                   // profile); with 'bwrap' the runner goes without it and ffmpeg gets our own filter.
                   ...(this.options.runnerConfinement === 'bwrap' ? { seccompProfile: { type: 'Unconfined' } } : {}),
                 },
-                volumeMounts: [{ name: 'work', mountPath: this.options.workRoot ?? '/work' }],
+                volumeMounts: [{ name: 'work', mountPath: this.options.workRoot ?? POD_WORK_ROOT }],
               },
             ],
             volumes: [{ name: 'work', emptyDir: { sizeLimit: disk.limit } }],

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isRoot } from '../core/confine/set-up.ts';
 import { DEFAULT_UID_BASE, DEFAULT_UID_COUNT } from '../core/confine/uid-pool.ts';
-import { confinementFromEnv, POD_FALLBACK } from './confinement-from-env.ts';
+import { POD_FALLBACK } from '../core/jobs/runner-contract.ts';
+import { confinementFromEnv } from './confinement-from-env.ts';
 
 const cache = join(tmpdir(), 'ffop-confine-tests');
 
 test('the runner confines with bubblewrap, as the uid it was lent (as root)', async () => {
-  const { confinement, uid } = await confinementFromEnv({ FFOP_SANDBOX_UID: '2000123' }, cache);
+  const { confinement, uid } = await confinementFromEnv({ sandboxUid: 2000123 }, cache);
   assert.equal(confinement.kind, 'bwrap');
   assert.equal(uid, isRoot() ? 2000123 : undefined);
 });
@@ -18,18 +19,18 @@ test('as root without a lent uid it takes one of the sandbox range, never root',
   if (!isRoot()) return t.skip('needs root');
   const { uid } = await confinementFromEnv({}, cache);
   assert.ok(uid! >= DEFAULT_UID_BASE && uid! < DEFAULT_UID_BASE + DEFAULT_UID_COUNT, String(uid));
-  await assert.rejects(confinementFromEnv({ FFOP_SANDBOX_UID: '0' }, cache), /unprivileged uid/);
+  await assert.rejects(confinementFromEnv({ sandboxUid: 0 }, cache), /unprivileged uid/);
 });
 
 test('without bubblewrap the runner refuses; the pod fallback is never taken by a root runner', async () => {
-  const missing = { FFOP_BWRAP_PATH: '/nonexistent/bwrap' };
+  const missing = { bwrapPath: '/nonexistent/bwrap' };
   await assert.rejects(confinementFromEnv(missing, cache), /ffmpeg cannot be confined on this host/);
   if (isRoot()) {
-    await assert.rejects(confinementFromEnv({ ...missing, FFOP_RUNNER_CONFINEMENT: POD_FALLBACK }, cache), /cannot be confined/);
+    await assert.rejects(confinementFromEnv({ ...missing, confinement: POD_FALLBACK }, cache), /cannot be confined/);
   } else {
-    const { confinement } = await confinementFromEnv({ ...missing, FFOP_RUNNER_CONFINEMENT: POD_FALLBACK }, cache);
+    const { confinement } = await confinementFromEnv({ ...missing, confinement: POD_FALLBACK }, cache);
     assert.equal(confinement.kind, 'pod');
   }
-  const unsafe = await confinementFromEnv({ ...missing, FFOP_UNSAFE_NO_CONFINEMENT: '1' }, cache);
+  const unsafe = await confinementFromEnv({ ...missing, unsafeNoConfinement: true }, cache);
   assert.equal(unsafe.confinement.kind, 'unconfined');
 });

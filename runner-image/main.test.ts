@@ -1,21 +1,19 @@
 // main.ts as its starters run it: a child process given StepSpecs as JSON lines on stdin (embedded
-// mode, the runner kept warm between jobs) or one spec in FFOP_STEP_SPEC (a Job's pod), printing
+// mode, the runner kept warm between jobs) or one spec in its environment (a Job's pod), printing
 // RunnerEvents as JSON lines on stdout.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
-import { runnerEnvFor } from '../core/confine/set-up.ts';
+import { runnerSettingsFor } from '../core/confine/set-up.ts';
 import { testConfinement } from '../core/confine/testing/test-confinement.ts';
 import { jobName } from '../core/jobs/job-name.ts';
+import { runnerEnv, runnerNodeArgs, type RunnerSettings } from '../core/jobs/runner-contract.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { startFileServer, stepSpec, type FileServer } from './testing/runner-fixtures.ts';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** A started runner: its events as they arrive on stdout, its stderr, and how it ended. */
 interface RunnerProcess {
@@ -31,15 +29,15 @@ describe('the runner process (main.ts)', () => {
   let server: FileServer;
   let workRoot: string;
   /** What the local-process backend hands a runner: its work folder and the confinement it already checked. */
-  let baseEnv: Record<string, string>;
+  let base: RunnerSettings;
   const running: RunnerProcess[] = [];
 
   before(async () => {
     server = await startFileServer();
     const { confinement, uids } = await testConfinement();
-    baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...runnerEnvFor(confinement) };
+    base = runnerSettingsFor(confinement);
     // As root the service lends each runner a uid of its own; any unprivileged one of the test range does here.
-    if (uids) baseEnv.FFOP_SANDBOX_UID = '3000999';
+    if (uids) base.sandboxUid = 3000999;
   });
   after(() => server.close());
   beforeEach(async () => {
@@ -56,10 +54,9 @@ describe('the runner process (main.ts)', () => {
     await rm(workRoot, { recursive: true, force: true });
   });
 
-  function startRunner(env: Record<string, string> = {}): RunnerProcess {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'runner-image/main.ts'], {
-      cwd: ROOT,
-      env: { ...baseEnv, FFOP_WORK_ROOT: workRoot, ...env },
+  function startRunner(settings: RunnerSettings = {}): RunnerProcess {
+    const child = spawn(process.execPath, runnerNodeArgs(), {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...runnerEnv({ ...base, workRoot, ...settings }) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const events: RunnerEvent[] = [];
@@ -120,13 +117,13 @@ describe('the runner process (main.ts)', () => {
     assert.deepEqual(await readdir(workRoot), [], 'no working folder left behind');
   });
 
-  test('in a pod it runs the spec of FFOP_STEP_SPEC and POSTs every event to the API with its Job name and token', async () => {
+  test('in a pod it runs the spec in its environment and POSTs every event to the API with its Job name and token', async () => {
     const spec = refusedSpec();
     const runner = startRunner({
-      FFOP_STEP_SPEC: JSON.stringify(spec),
-      FFOP_REPORT_URL: `${server.url}/events`,
-      FFOP_REPORT_TOKEN: 'job-token',
-      FFOP_ATTEMPT: '2',
+      spec,
+      reportUrl: `${server.url}/events`,
+      reportToken: 'job-token',
+      attempt: 2,
     });
     runner.child.stdin.end();
     assert.equal(await runner.exit, 0, runner.stderr());
@@ -147,9 +144,9 @@ describe('the runner process (main.ts)', () => {
   test('in a pod, a result the API refuses makes the runner exit 1 and say so', async () => {
     server.statuses.set('/events', 401);
     const runner = startRunner({
-      FFOP_STEP_SPEC: JSON.stringify(refusedSpec()),
-      FFOP_REPORT_URL: `${server.url}/events`,
-      FFOP_REPORT_TOKEN: 'expired',
+      spec: refusedSpec(),
+      reportUrl: `${server.url}/events`,
+      reportToken: 'expired',
     });
     runner.child.stdin.end();
     assert.equal(await runner.exit, 1);
@@ -167,7 +164,7 @@ describe('the runner process (main.ts)', () => {
   };
 
   test('in a pod, SIGTERM mid-step (the Job deleted) stops it without a result of its own and exits 143', async () => {
-    const runner = startRunner({ FFOP_STEP_SPEC: JSON.stringify(endlessSpec()), FFOP_REPORT_URL: `${server.url}/events` });
+    const runner = startRunner({ spec: endlessSpec(), reportUrl: `${server.url}/events` });
     runner.child.stdin.end();
     await runner.waitFor((e) => e.type === 'stage');
     runner.child.kill('SIGTERM');
@@ -199,7 +196,7 @@ describe('the runner process (main.ts)', () => {
   });
 
   test('a runner that cannot confine ffmpeg fails each step INTERNAL_ERROR, saying why', async () => {
-    const runner = startRunner({ FFOP_CONFINEMENT_CHECKED: '', FFOP_BWRAP_PATH: '/nonexistent/bwrap' });
+    const runner = startRunner({ confinementChecked: false, bwrapPath: '/nonexistent/bwrap' });
     runner.child.stdin.end(`${JSON.stringify(refusedSpec())}\n`);
     assert.equal(await runner.exit, 0, runner.stderr());
     const [result] = runner.events;

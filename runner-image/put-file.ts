@@ -18,7 +18,7 @@ export interface PutFileOptions {
   size: number;
   contentType: string;
   signal: AbortSignal;
-  /** The local storage's hand-off folder (FFOP_STORAGE_HANDOFF_DIR), when the runner may use it. */
+  /** The local storage's hand-off folder (the runner's handoffDir setting), when the runner may use it. */
   handoffDir?: string;
 }
 

@@ -1,5 +1,5 @@
 // The runner as a pod runs it: not root (the Job's runAsUser 10001), so bubblewrap has to work in a
-// user namespace, and FFOP_RUNNER_CONFINEMENT=bwrap makes the runner refuse to run ffmpeg any other
+// user namespace, and the confinement 'bwrap' makes the runner refuse to run ffmpeg any other
 // way. The step downloads a clip from a loopback server, scales it confined, probes and PUTs it.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseFfmpegCommand } from '../core/command-line/parse.ts';
 import { isRoot } from '../core/confine/set-up.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
+import { runnerEnv, runnerNodeArgs } from '../core/jobs/runner-contract.ts';
 import { makeClip, startMediaServer, type MediaServer } from '../e2e/harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -63,15 +64,13 @@ describe("the runner as a pod's non-root user", { skip: !isRoot() && 'needs root
     };
     const runner = spawn(
       'setpriv',
-      [`--reuid=${POD_UID}`, `--regid=${POD_UID}`, '--clear-groups', '--', process.execPath, '--import', 'tsx', 'runner-image/main.ts'],
+      [`--reuid=${POD_UID}`, `--regid=${POD_UID}`, '--clear-groups', '--', process.execPath, ...runnerNodeArgs()],
       {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH,
-          FFOP_WORK_ROOT: workRoot,
           TMPDIR: workRoot,
-          FFOP_RUNNER_CONFINEMENT: 'bwrap',
-          FFOP_REPORT_TOKEN: 'job-token-that-ffmpeg-must-not-see',
+          ...runnerEnv({ workRoot, confinement: 'bwrap', reportToken: 'job-token-that-ffmpeg-must-not-see' }),
         },
         stdio: ['pipe', 'pipe', 'pipe'],
       },

@@ -16,7 +16,6 @@ import type { FileTasks } from '../../core/engine/file-tasks.ts';
 import { uploadUrlTtlSeconds, type Config } from '../../core/config.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
-import { HANDOFF_DIR_ENV } from '../../core/storage/handoff.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { LocalProcessBackend } from '../../core/engine/local-process-backend.ts';
 import type { Reconciler } from '../../core/engine/reconciler.ts';
@@ -28,7 +27,7 @@ import { adminSocketPath, startAdminSocket } from '../cli/admin-socket.ts';
 import { runCli } from '../cli/cli.ts';
 import { secureDataPermissions } from '../../core/data-permissions.ts';
 import { confinementFromConfig } from '../../core/confine/from-config.ts';
-import { runnerEnvFor } from '../../core/confine/set-up.ts';
+import { runnerSettingsFor } from '../../core/confine/set-up.ts';
 import { createMetrics } from '../../core/metrics/metrics.ts';
 import { registerStateGauges } from '../../core/metrics/state-gauges.ts';
 
@@ -97,13 +96,13 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       logger,
       workRoot: config.workDir,
       capacityVcpus: config.localMaxVcpus,
-      env: {
-        FFOP_MAX_OUTPUT_FILE_BYTES: String(config.maxOutputFileBytes),
-        FFOP_MAX_MEMORY_BYTES: String(config.maxMemoryBytes),
-        FFOP_MAX_OUTPUT_FILES: String(config.maxOutputFiles),
+      runner: {
+        maxOutputFileBytes: config.maxOutputFileBytes,
+        maxMemoryBytes: config.maxMemoryBytes,
+        maxOutputFiles: config.maxOutputFiles,
         // Outputs are moved into local storage rather than copied (handoff.ts).
-        ...(storage instanceof LocalStorage ? { [HANDOFF_DIR_ENV]: await storage.handoffDir() } : {}),
-        ...runnerEnvFor(confinement),
+        ...(storage instanceof LocalStorage ? { handoffDir: await storage.handoffDir() } : {}),
+        ...runnerSettingsFor(confinement),
       },
       uids,
       warmRunner: true,

@@ -9,8 +9,10 @@ import { BwrapConfinement, Unconfined, type Confinement } from './confinement.ts
 import { DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from './limits.ts';
 import { ensureSeccompProgram } from './seccomp-program.ts';
 import type { UidPool } from './uid-pool.ts';
+import { RUNNER_ENV, type RunnerSettings } from '../jobs/runner-contract.ts';
 
-export const UNSAFE_SETTING = 'FFOP_UNSAFE_NO_CONFINEMENT';
+/** The service's setting, passed on to its runners under the same name. */
+export const UNSAFE_SETTING = RUNNER_ENV.unsafeNoConfinement;
 
 export class ConfinementUnavailable extends Error {
   constructor(reason: string) {
@@ -49,7 +51,7 @@ export async function setUpConfinement(s: ConfinementSettings): Promise<Confinem
   const options = { seccompProgram: '', asRoot: isRoot(), bwrapPath: s.bwrapPath };
   if (s.trusted) {
     // The process that started us checked the tools and ran the self-test with these settings.
-    if (!s.seccompProgram) throw new ConfinementUnavailable('FFOP_SECCOMP_PROGRAM is not set');
+    if (!s.seccompProgram) throw new ConfinementUnavailable(`${RUNNER_ENV.seccompProgram} is not set`);
     return new BwrapConfinement({ ...options, seccompProgram: s.seccompProgram, mountProc: s.mountProc });
   }
   try {
@@ -110,15 +112,11 @@ async function selfTest(confinement: Confinement, s: ConfinementSettings): Promi
 }
 
 /** What a runner started by this process needs to confine its ffmpeg the same way without checking again. */
-export function runnerEnvFor(confinement: Confinement): Record<string, string> {
+export function runnerSettingsFor(confinement: Confinement): RunnerSettings {
   if (confinement instanceof BwrapConfinement) {
-    return {
-      FFOP_CONFINEMENT_CHECKED: '1',
-      FFOP_SECCOMP_PROGRAM: confinement.seccompProgram,
-      FFOP_SANDBOX_PROC: confinement.mountsProc ? '1' : '0',
-    };
+    return { confinementChecked: true, seccompProgram: confinement.seccompProgram, sandboxProc: confinement.mountsProc };
   }
-  return { [UNSAFE_SETTING]: '1' };
+  return { unsafeNoConfinement: true };
 }
 
 function runQuietly(program: string, args: string[]): Promise<void> {

@@ -10,6 +10,7 @@ import { LocalStorage } from '../storage/local-storage.ts';
 import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
 import { collector, jobBackendContract, spec } from './testing/job-backend-contract.ts';
 import { LocalProcessBackend } from './local-process-backend.ts';
+import { RUNNER_ENV } from '../jobs/runner-contract.ts';
 
 /** A local backend with a local storage served over HTTP, in a folder of its own. */
 async function localBackendFixture(warmRunner: boolean, capacityVcpus = 2) {
@@ -57,7 +58,7 @@ async function runnerPids(workRoot: string): Promise<number[]> {
       if (attempt > 0) await new Promise((r) => setTimeout(r, 10));
       environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
     }
-    if (environ.split('\0').includes(`FFOP_WORK_ROOT=${workRoot}`)) runners.push(pid);
+    if (environ.split('\0').includes(`${RUNNER_ENV.workRoot}=${workRoot}`)) runners.push(pid);
   }
   return runners;
 }

@@ -4,19 +4,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { RunnerEvent } from '../jobs/step-spec.ts';
+import { runnerEnv, runnerNodeArgs, type RunnerSettings } from '../jobs/runner-contract.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
 import type { UidPool } from '../confine/uid-pool.ts';
 import { setSessionNiceness } from '../confine/session-priority.ts';
 
-// Compiled (dist/), the runner is compiled too and starts with plain node; from the sources (tests,
-// development) it runs through tsx like this module.
-const COMPILED = import.meta.url.endsWith('.js');
-const RUNNER_MAIN = fileURLToPath(new URL(`../../runner-image/main.${COMPILED ? 'js' : 'ts'}`, import.meta.url));
-const RUNNER_ARGS = COMPILED ? [RUNNER_MAIN] : ['--import', import.meta.resolve('tsx'), RUNNER_MAIN];
+const RUNNER_ARGS = runnerNodeArgs();
 const STDERR_TAIL = 4096;
 /** Jobs a runner works on before it is replaced: bounds what a slow leak in a long-lived runner could grow to. */
 const JOBS_PER_RUNNER = 200;
@@ -52,9 +48,9 @@ export interface LocalProcessBackendOptions {
   workRoot: string;
   /** Defaults to the machine's cores. */
   capacityVcpus?: number;
-  /** Extra environment for runners (e.g. FFMPEG_PATH, the confinement settings). */
-  env?: Record<string, string>;
-  /** As root: each runner's ffmpeg gets a uid of its own from here (FFOP_SANDBOX_UID), held until the runner is gone. */
+  /** Settings every runner gets (limits, the confinement it need not check again, the hand-off folder). */
+  runner?: RunnerSettings;
+  /** As root: each runner's ffmpeg gets a uid of its own from here (sandboxUid), held until the runner is gone. */
   uids?: UidPool;
   /**
    * Keep runners alive between jobs, and one started ahead: a job then skips the runner's start (node,
@@ -114,9 +110,7 @@ export class LocalProcessBackend implements JobBackend {
       detached: true, // own process group, so a deadline can stop the runner and nothing else
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
-        FFOP_WORK_ROOT: this.opts.workRoot,
-        ...this.opts.env,
-        ...(uid === undefined ? {} : { FFOP_SANDBOX_UID: String(uid) }),
+        ...runnerEnv({ workRoot: this.opts.workRoot, ...this.opts.runner, sandboxUid: uid }),
       },
     });
     setSessionNiceness(child.pid, RUNNER_NICENESS);

@@ -16,12 +16,6 @@ export const MANAGED_BY = 'ffmpeg-operator';
 
 /** The Job's one container; the test node agent runs it as a local runner process. */
 export const RUNNER_CONTAINER = 'runner';
-/** Environment of the runner container: the step to run, and where/how to report events. */
-export const RUNNER_ENV = {
-  spec: 'FFOP_STEP_SPEC',
-  reportUrl: 'FFOP_REPORT_URL',
-  reportToken: 'FFOP_REPORT_TOKEN',
-} as const;
 
 export const SERVICE_ACCOUNTS = {
   operator: 'ffmpeg-operator',

@@ -7,16 +7,14 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
-import http from 'node:http';
 import type { IncomingMessage } from 'node:http';
-import https from 'node:https';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isOutOfSpace, outOfSpaceMessage } from '../storage/out-of-space.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
-import { connectChecked, hostOf, literalRefusal, portOf, type GuardErrors } from './guarded-connection.ts';
+import { guardedRequest, type GuardedResponse } from './guarded-request.ts';
 
 export class DownloadError extends Error {
   errorStatus: ErrorStatus;
@@ -127,46 +125,18 @@ function forbidden(target: URL, reason: string): DownloadError {
   return new DownloadError(ErrorStatus.FORBIDDEN_INPUT_ADDRESS, `GET ${describe(target)} refused: ${reason}`);
 }
 
-interface OpenResponse {
-  request: http.ClientRequest;
-  response: IncomingMessage;
-}
-
-function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): Promise<OpenResponse> {
-  const host = hostOf(target);
-  const port = portOf(target);
-  const { policy } = opts;
-  const refusal = literalRefusal(policy, host, port);
-  if (refusal) return Promise.reject(forbidden(target, refusal));
-  const errors: GuardErrors = { refused: (reason) => forbidden(target, reason), unreachable };
+function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): Promise<GuardedResponse> {
   const idleMs = opts.idleTimeoutMs ?? Math.min(opts.timeoutMs, 30_000);
-  return new Promise((resolve, reject) => {
-    let response: IncomingMessage | undefined;
-    const client = target.protocol === 'https:' ? https : http;
-    const request = client.request({
-      method: 'GET',
-      host,
-      port,
-      path: `${target.pathname}${target.search}`,
-      headers: { 'user-agent': 'ffmpeg-operator', accept: '*/*', 'accept-encoding': 'identity' },
-      signal,
-      createConnection: (_options, done) => {
-        connectChecked({ url: target, host, port, policy, idleMs, signal, label: `GET ${describe(target)}`, errors }, done);
-        return undefined;
-      },
-    });
-    request.setTimeout(idleMs, () => {
-      const error = unreachable(`GET ${describe(target)} timed out: no data for ${idleMs} ms`);
-      // Destroying the response first makes the body pipeline fail with this error, not 'aborted'.
-      response?.destroy(error);
-      request.destroy(error);
-    });
-    request.on('response', (incoming) => {
-      response = incoming;
-      resolve({ request, response: incoming });
-    });
-    request.on('error', reject); // `on`, not `once`: a later socket error must not go unhandled
-    request.end();
+  return guardedRequest({
+    method: 'GET',
+    url: target,
+    headers: { accept: '*/*', 'accept-encoding': 'identity' },
+    policy: opts.policy,
+    connectTimeoutMs: idleMs,
+    idleTimeoutMs: idleMs,
+    signal,
+    label: `GET ${describe(target)}`,
+    errors: { refused: (reason) => forbidden(target, reason), unreachable },
   });
 }
 

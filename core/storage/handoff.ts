@@ -6,6 +6,4 @@
 export const HANDOFF_HEADER = 'x-ffop-handoff';
 /** Its size in bytes, as the runner measured and reports it. */
 export const HANDOFF_SIZE_HEADER = 'x-ffop-handoff-size';
-/** Environment variable that gives runners the folder. */
-export const HANDOFF_DIR_ENV = 'FFOP_STORAGE_HANDOFF_DIR';
 export const HANDOFF_NAME_PATTERN = /^[A-Za-z0-9_-]{32}$/;

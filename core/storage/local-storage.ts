@@ -10,7 +10,7 @@
 // It signs its own URLs (url-signing.ts); api/routes/storage-files.ts serves them.
 // Everything it creates is private to the service's user: files 0600, folders 0700.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { constants, createReadStream } from 'node:fs';
+import { constants } from 'node:fs';
 import { chmod, link, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -28,6 +28,7 @@ import { normalizeContentType } from './content-types.ts';
 import { assertSigningKey, checkSignedQuery, signedQuery } from './url-signing.ts';
 import { HANDOFF_NAME_PATTERN } from './handoff.ts';
 import { freeBytes } from './out-of-space.ts';
+import { putFile } from './put-file.ts';
 import type { SignatureCheck, SignedMethod, SignedRequest } from './url-signing.ts';
 
 /** A hand-off PUT that names no usable file; the message says why. */
@@ -174,9 +175,11 @@ export class LocalStorage implements Storage {
   }
 
   async putFile(key: string, path: string, contentType: string): Promise<{ size: number }> {
-    const info = await stat(path);
-    if (!info.isFile()) throw new Error(`not a regular file: ${path}`);
-    // On the same filesystem, a second name for the file's bytes: stored without a second copy.
+    return putFile(this, key, path, contentType, (k, p, type) => this.#link(k, p, type));
+  }
+
+  /** On the same filesystem, a second name for the file's bytes: stored without a second copy. */
+  async #link(key: string, path: string, contentType: string): Promise<boolean> {
     assertValidKey(key);
     const type = normalizeContentType(contentType);
     if (type === null) throw new TypeError(`invalid content type ${JSON.stringify(contentType)}`);
@@ -185,9 +188,7 @@ export class LocalStorage implements Storage {
     try {
       await link(path, tmpObject);
     } catch {
-      // EXDEV (another filesystem) and the like: copied instead.
-      await this.put(key, createReadStream(path), { size: info.size, contentType: type });
-      return { size: info.size };
+      return false; // EXDEV (another filesystem) and the like: copied instead
     }
     try {
       await chmod(tmpObject, FILE_MODE);
@@ -195,7 +196,7 @@ export class LocalStorage implements Storage {
     } finally {
       await rm(tmpObject, { force: true });
     }
-    return { size: info.size };
+    return true;
   }
 
   /** The folder runners move outputs into for adoptHandoff (handoff.ts); made on first use. */

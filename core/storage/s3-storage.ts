@@ -2,8 +2,6 @@
 // Keys follow the same rules as the local backend's (keys.ts), so an object stored in one mode can be
 // stored in the other. The bucket is private: files are read and written through presigned URLs.
 import { createHash } from 'node:crypto';
-import { stat as statFile } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { Client } from 'minio';
 import type { ClientOptions } from 'minio';
@@ -20,6 +18,7 @@ import {
   MAX_PART_NUMBER,
 } from './multipart.ts';
 import { awsEscape, presignS3Url } from './s3-presign.ts';
+import { putFile } from './put-file.ts';
 import type { ByteRange, ObjectInfo, Storage, UploadedPart } from './storage.ts';
 import { MultipartError, StorageNotFound } from './storage.ts';
 
@@ -146,10 +145,7 @@ export class S3Storage implements Storage {
 
   /** Through put() rather than fPutObject, which resumes unfinished uploads too (see #putInParts). */
   async putFile(key: string, path: string, contentType: string): Promise<{ size: number }> {
-    const info = await statFile(path);
-    if (!info.isFile()) throw new Error(`not a regular file: ${path}`);
-    await this.put(key, createReadStream(path), { size: info.size, contentType });
-    return { size: info.size };
+    return putFile(this, key, path, contentType);
   }
 
   async stat(key: string): Promise<ObjectInfo | null> {

@@ -2,10 +2,9 @@
 // Redirects are not followed (a 3xx is a failed attempt), at most a few KB of the answer are read,
 // the connection has a short deadline of its own (a peer that drops packets costs seconds, not the
 // attempt's whole deadline), and the whole attempt has a deadline.
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import type { AddressPolicy } from '../net/address-policy.ts';
-import { connectChecked, hostOf, literalRefusal, portOf, type GuardErrors } from '../net/guarded-connection.ts';
+import { guardedRequest } from '../net/guarded-request.ts';
 
 /** The answer's status (null when none came) and, for anything but a 2xx, what went wrong. */
 export interface PostOutcome {
@@ -41,49 +40,20 @@ export async function postWebhook(url: string, body: string, headers: Record<str
   const label = `POST ${describe(target)}`;
   const deadline = AbortSignal.timeout(o.timeoutMs);
   const signal = o.signal ? AbortSignal.any([deadline, o.signal]) : deadline;
-  const host = hostOf(target);
-  const port = portOf(target);
-  const errors: GuardErrors = {
-    refused: (reason) => new AttemptFailed(`${label} refused: ${reason}`),
-    unreachable: (message) => new AttemptFailed(message),
-  };
   try {
-    const refusal = literalRefusal(o.policy, host, port);
-    if (refusal) throw errors.refused(refusal);
-    const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const client = target.protocol === 'https:' ? https : http;
-      const request = client.request({
-        method: 'POST',
-        host,
-        port,
-        path: `${target.pathname}${target.search}`,
-        headers: {
-          ...headers,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          'user-agent': 'ffmpeg-operator',
-        },
-        signal,
-        createConnection: (_options, done) => {
-          connectChecked(
-            {
-              url: target,
-              host,
-              port,
-              policy: o.policy,
-              idleMs: Math.min(o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, o.timeoutMs),
-              signal,
-              label,
-              errors,
-            },
-            done,
-          );
-          return undefined;
-        },
-      });
-      request.on('response', resolve);
-      request.on('error', reject); // `on`: a later socket error must not go unhandled
-      request.end(body);
+    const { response } = await guardedRequest({
+      method: 'POST',
+      url: target,
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      body,
+      policy: o.policy,
+      connectTimeoutMs: Math.min(o.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, o.timeoutMs),
+      signal,
+      label,
+      errors: {
+        refused: (reason) => new AttemptFailed(`${label} refused: ${reason}`),
+        unreachable: (message) => new AttemptFailed(message),
+      },
     });
     const status = response.statusCode ?? 0;
     if (status >= 200 && status <= 299) {

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BatchV1Api, CustomObjectsApi, type V1Job } from '@kubernetes/client-node';
 import { GROUP, LABELS, PLURAL, VERSION } from '../../core/k8s/names.ts';
+import { readRunnerEnv } from '../../core/jobs/runner-contract.ts';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { testCommandRow } from '../../api/commands/testing/test-command-row.ts';
@@ -65,10 +66,10 @@ describe('cluster mode', () => {
     assert.equal(container.resources!.limits!['ephemeral-storage'], '100Gi');
     // ffmpeg's memory rlimit (4 GiB by default) plus room for the runner.
     assert.equal(container.resources!.limits!.memory, '4608Mi');
-    const env = new Map(container.env!.map((e) => [e.name, e.value]));
-    assert.equal(env.get('FFOP_MAX_MEMORY_BYTES'), String(4 * 1024 ** 3));
-    assert.equal(env.get('FFOP_MAX_OUTPUT_FILES'), '1000');
-    assert.equal(env.get('FFOP_RUNNER_CONFINEMENT'), 'bwrap-or-pod');
+    const env = readRunnerEnv(Object.fromEntries(container.env!.map((e) => [e.name, e.value])));
+    assert.equal(env.maxMemoryBytes, 4 * 1024 ** 3);
+    assert.equal(env.maxOutputFiles, 1000);
+    assert.equal(env.confinement, 'bwrap-or-pod');
     assert.equal(job.spec!.template.spec!.volumes![0].emptyDir!.sizeLimit, '100Gi');
     assert.equal(job.spec!.backoffLimit, 0);
     assert.equal(job.spec!.activeDeadlineSeconds, 60 + 120 + 60);

@@ -16,6 +16,7 @@ import { storageFilesRoutes } from '../../api/routes/storage-files.ts';
 import { openDatabase, type Database } from '../../core/db/database.ts';
 import { createTestDatabaseUrl } from '../../core/db/testing/test-database.ts';
 import { RUNNER_CONTAINER, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
+import { runnerNodeArgs } from '../../core/jobs/runner-contract.ts';
 import { createLogger } from '../../core/logger.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
 import { startOperator, type RunningOperator } from '../../operator/operator.ts';
@@ -24,7 +25,6 @@ import { startCluster, type Cluster } from './cluster.ts';
 import { startNodeAgent, type NodeAgent } from './node-agent.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const RUNNER_MAIN = join(ROOT, 'runner-image/main.ts');
 
 export interface ClusterService {
   cluster: Cluster;
@@ -89,9 +89,7 @@ export async function startClusterService(
     nodeName: 'ffop-test-node',
     namespace: ns,
     runnerCommand: (pod) =>
-      pod.spec?.containers?.[0]?.name === RUNNER_CONTAINER
-        ? { program: process.execPath, args: ['--import', 'tsx', RUNNER_MAIN], cwd: ROOT }
-        : null,
+      pod.spec?.containers?.[0]?.name === RUNNER_CONTAINER ? { program: process.execPath, args: runnerNodeArgs(), cwd: ROOT } : null,
   });
   const { confinement, uids } = await testConfinement();
   const prober = new FileProber({ confinement, uids });
