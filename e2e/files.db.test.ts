@@ -1,9 +1,16 @@
 // The file endpoints end to end: store-file, list, read, delete, bulk delete, private files.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeClip, probeJson, startMediaServer, startService, waitForFile, type MediaServer, type ServiceFixture } from './harness.ts';
+
+/** Polls `check` every 50 ms until it holds; fails after `timeoutMs`. */
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !(await check()); await new Promise((r) => setTimeout(r, 50))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+  }
+}
 
 describe('files', () => {
   let media: MediaServer;
@@ -175,10 +182,15 @@ test('a file deleted while it downloads stays deleted: no bytes, no STORED', asy
   try {
     const api = svc.client();
     const id = (await api.post('/v1/files/store-file', { file_url: `${media.url}/slow/clip.mp4` })).body.file_id;
-    for (let i = 0; i < 100 && (await api.get(`/v1/files/${id}`)).body.status !== 'DOWNLOADING'; i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await until('the download to start', async () => (await api.get(`/v1/files/${id}`)).body.status === 'DOWNLOADING');
     assert.equal((await api.request('DELETE', `/v1/files/${id}`)).status, 200);
-    await new Promise((r) => setTimeout(r, 4500)); // the download finishes meanwhile
+    // The download finishes (the row says DOWNLOADED) and its task ends (its temporary folder is gone).
+    await until(
+      'the download task to end',
+      async () =>
+        (await api.get(`/v1/files/${id}`)).body.status === 'DOWNLOADED' &&
+        !(await readdir(join(svc.dataDir, 'work'))).some((name) => name.startsWith('file-')),
+    );
     const f = (await api.get(`/v1/files/${id}`)).body;
     assert.equal(f.is_deleted, true);
     assert.notEqual(f.status, 'STORED');

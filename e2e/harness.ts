@@ -16,6 +16,7 @@ import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
 import { startEmbedded, type EmbeddedService, type EmbeddedTuning } from '../api/embedded/start-embedded.ts';
 
 const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A port that was free a moment ago (for servers that must know their URL before they start). */
 export async function freePort(): Promise<number> {
@@ -191,15 +192,41 @@ export async function startService(opts: ServiceOptions = {}): Promise<ServiceFi
   return fixture;
 }
 
+/** How long one request keeps honouring Retry-After before its last answer is returned as it is. */
+const RETRY_BUDGET_MS = 120_000;
+
+/**
+ * A small client for the public API that behaves as a real client does: a 429 (rate limit) or a 503
+ * with Retry-After (database away) is sent again after the time the service asks, so a busy machine
+ * or a plan's requests per minute slow a test down instead of failing it. withoutRetries() answers
+ * each request as it comes, for tests about the refusal itself.
+ */
 export class ApiClient {
   readonly base: string;
   readonly key: string;
-  constructor(base: string, key: string) {
+  readonly honoursRetryAfter: boolean;
+  constructor(base: string, key: string, honoursRetryAfter = true) {
     this.base = base;
     this.key = key;
+    this.honoursRetryAfter = honoursRetryAfter;
+  }
+
+  /** The same key, but every answer as it comes, 429 and 503 included. */
+  withoutRetries(): ApiClient {
+    return new ApiClient(this.base, this.key, false);
   }
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const deadline = Date.now() + RETRY_BUDGET_MS;
+    for (;;) {
+      const res = await this.requestOnce(method, path, body, headers);
+      const wait = this.honoursRetryAfter ? retryAfterMs(res) : null;
+      if (wait === null || Date.now() + wait > deadline) return res;
+      await sleep(wait);
+    }
+  }
+
+  private async requestOnce(method: string, path: string, body: unknown, headers: Record<string, string>) {
     const res = await fetch(this.base + path, {
       method,
       headers: { 'x-api-key': this.key, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -231,19 +258,22 @@ export class ApiClient {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.get(`/v1/commands/${commandId}`);
-      if (res.status === 429 || (res.status === 503 && res.headers.has('retry-after'))) {
-        // As a real client does: wait as long as the service asks (rate limit, database away), then poll again.
-        await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
-        continue;
-      }
       if (res.status !== 200) throw new Error(`poll answered ${res.status}: ${JSON.stringify(res.body)}`);
       const label = res.body.processing_stage ? `${res.body.status}/${res.body.processing_stage}` : res.body.status;
       if (seen.at(-1) !== label) seen.push(label);
       if (res.body.status === 'SUCCESS' || res.body.status === 'FAILED') return { record: res.body, seen };
       if (Date.now() > deadline) throw new Error(`command ${commandId} still ${label} after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   }
+}
+
+/** What an answer's Retry-After asks for, in ms, when it asks the client to come back (429, or 503 with the header). */
+function retryAfterMs(res: { status: number; headers: Headers }): number | null {
+  const header = res.headers.get('retry-after');
+  if (res.status !== 429 && !(res.status === 503 && header !== null)) return null;
+  const seconds = Number(header ?? 1);
+  return (Number.isFinite(seconds) && seconds > 0 ? seconds : 1) * 1000;
 }
 
 /** Polls a stored file until STORED or FAILED; returns its record. */
@@ -254,7 +284,7 @@ export async function waitForFile(api: ApiClient, id: string, timeoutMs = 30_000
     if (res.status !== 200) throw new Error(`file poll answered ${res.status}: ${JSON.stringify(res.body)}`);
     if (res.body.status === 'STORED' || res.body.status === 'FAILED') return res.body;
     if (Date.now() > deadline) throw new Error(`file ${id} still ${res.body.status}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -317,12 +347,12 @@ export async function startServiceProcess(o: { compiled: boolean; env?: Record<s
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
   };
-  for (let i = 0; !stderr.includes('listening on'); i++) {
-    if (i > 300 || child.exitCode !== null) {
+  // A deadline rather than a count of polls: migrations on a busy machine take their time.
+  for (const deadline = Date.now() + 90_000; !stderr.includes('listening on'); await sleep(100)) {
+    if (Date.now() > deadline || child.exitCode !== null) {
       await close();
       throw new Error(`the service did not start: ${stderr}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
   }
   const key = (await readFile(join(dataDir, 'initial-api-key'), 'utf8')).trim();
   return { url: `http://127.0.0.1:${port}`, key, pid: child.pid!, env: dbEnv, stderr: () => stderr, close };

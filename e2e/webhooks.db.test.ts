@@ -173,7 +173,8 @@ describe('webhooks', () => {
   test('attack: test deliveries are limited per account: the 11th in a minute is a 429 with Retry-After; another account is not held up', async () => {
     const flooder = svc.client(await svc.newAccount('pro'));
     await setWebhook(flooder, '/flood');
-    const answers = await Promise.all(Array.from({ length: 40 }, () => flooder.post('/v1/webhook/test', undefined)));
+    const once = flooder.withoutRetries(); // the 429 is what is tested
+    const answers = await Promise.all(Array.from({ length: 40 }, () => once.post('/v1/webhook/test', undefined)));
     assert.deepEqual(answers.map((a) => a.status).sort(), [...Array<number>(10).fill(202), ...Array<number>(30).fill(429)]);
     const refused = answers.find((a) => a.status === 429)!;
     const wait = Number(refused.headers.get('retry-after'));

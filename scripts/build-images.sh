@@ -41,6 +41,8 @@ common_env=(
 )
 # podman/buildah settings this machine needs (runc, no ulimits); not /etc's.
 export CONTAINERS_CONF=$repo/scripts/images/containers.conf
+# shellcheck source=scripts/retry.sh
+. scripts/retry.sh
 
 log() { printf 'build-images: %s\n' "$*" >&2; }
 hash16() { sha256sum | cut -c1-16; }
@@ -111,6 +113,8 @@ base_args=(
   --customize-hook="printf 'ffop:x:$service_uid:$service_uid:ffmpeg-operator:/data:/usr/sbin/nologin\nrunner:x:$runner_uid:$runner_uid:ffmpeg-operator runner:/work:/usr/sbin/nologin\n' >>\"\$1/etc/passwd\""
   --customize-hook="printf 'ffop:x:$service_uid:\nrunner:x:$runner_uid:\n' >>\"\$1/etc/group\""
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/log/* "$1"/var/lib/apt/lists/*'
+  # A download that fails for a moment is tried again (also by the whole step, below).
+  "--aptopt=Acquire::Retries \"$APT_RETRIES\""
 )
 # A mirror that serves a snapshot has Release files past their Valid-Until; a machine set up for one
 # tells its apt not to check (Acquire::Check-Valid-Until / Check-Date "false"), and mmdebstrap's apt
@@ -158,14 +162,14 @@ fi
 base_tar=$cache/base/$suite-$base_key.tar
 if [ ! -f "$base_tar" ]; then
   log "root filesystem: mmdebstrap $suite (about a minute)"
-  mmdebstrap --quiet "${base_args[@]}" "$suite" "$scratch/base.tar" "${source_lines[@]}" >&2
+  retry mmdebstrap --quiet "${base_args[@]}" "$suite" "$scratch/base.tar" "${source_lines[@]}" >&2
   publish "$scratch/base.tar" "$base_tar"
 fi
 
 node_dir=$cache/node/$node_arch-$node_version
 if [ ! -x "$node_dir/usr/local/bin/node" ]; then
   log "node $node_version: npm pack node-linux-$node_arch@$node_version"
-  (cd "$scratch" && npm pack --silent "node-linux-$node_arch@$node_version" >/dev/null)
+  (cd "$scratch" && retry npm pack --silent "node-linux-$node_arch@$node_version" >/dev/null)
   # Only the binary: npm and corepack are not needed to run the application.
   mkdir -p "$scratch/node/usr/local/bin"
   tar -xzf "$scratch/node-linux-$node_arch-$node_version.tgz" -C "$scratch/node/usr/local/bin" --strip-components=2 package/bin/node
@@ -179,7 +183,7 @@ if [ ! -d "$modules_dir/node_modules" ]; then
   mkdir -p "$scratch/modules"
   cp package.json package-lock.json "$scratch/modules/"
   # No lifecycle scripts: nothing the application needs builds at install time.
-  (cd "$scratch/modules" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
+  (cd "$scratch/modules" && retry npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
   for p in $prune; do rm -rf "$scratch/modules/node_modules/$p"; done
   find "$scratch/modules/node_modules" -path '*/swagger-ui-dist' -prune -o -type f \
     \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -exec rm -f {} +

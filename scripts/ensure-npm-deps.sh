@@ -2,8 +2,10 @@
 # Installs the npm packages from the lock file when node_modules is missing or older than the lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/retry.sh
+. scripts/retry.sh
 stamp=node_modules/.ffop-installed
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  retry npm ci --no-audit --no-fund --loglevel=error # starts over from an empty node_modules each time
   touch "$stamp"
 fi

@@ -2,6 +2,8 @@
 # Installs what the service and its tests need from Debian's packages, only when missing.
 # Idempotent and quick when everything is present.
 set -euo pipefail
+# shellcheck source=scripts/retry.sh
+. "$(dirname "$0")/retry.sh"
 
 need=()
 command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || need+=(ffmpeg)
@@ -54,6 +56,6 @@ if [ ${#need[@]} -gt 0 ]; then
     exit 1
   fi
   echo "installing Debian packages: ${need[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  retry apt-get -o Acquire::Retries="$APT_RETRIES" update -qq
+  retry env DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries="$APT_RETRIES" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi

@@ -9,6 +9,8 @@
 # FFOP_S3_PORT (default 7070) is the port; FFOP_S3_DIR (default $TMPDIR/ffop-versitygw-PORT) holds
 # the pid, log, data and metadata.
 set -euo pipefail
+# shellcheck source=scripts/retry.sh
+. "$(dirname "$0")/retry.sh"
 version=v1.7.0
 cache=${FFOP_TOOLS_DIR:-$HOME/.cache/ffmpeg-operator/tools}
 bin=$cache/versitygw
@@ -25,7 +27,7 @@ build() {
   mkdir -p "$cache"
   echo "versitygw.sh: building versitygw $version into $cache (first time only)" >&2
   # pkg@version installs ignore any go.mod around; run from the cache so none is even looked at.
-  (cd "$cache" && GOBIN=$cache go install "github.com/versity/versitygw/cmd/versitygw@$version") >&2
+  (cd "$cache" && GOBIN=$cache retry go install "github.com/versity/versitygw/cmd/versitygw@$version") >&2
 }
 
 running() {

@@ -361,14 +361,22 @@ test('a command ending on an account without a webhook wakes no sender; one with
     await f.commands.insert(row);
     await f.commands.update(row.id, { status: 'SUCCESS', finishedAt: new Date() });
   };
+  // Notifications arrive in commit order: once a marker sent after a change has arrived, any wake-up
+  // that change caused has arrived too (however slow the machine).
+  const marked = async (marker: string) => {
+    await f.database.db.execute(sql`select pg_notify('ffop_webhook_delivery', ${marker})`);
+    for (const deadline = Date.now() + 10_000; !wakeUps.includes(marker); await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() > deadline) assert.fail(`the marker ${marker} never arrived`);
+    }
+    return wakeUps.filter((w) => !w.startsWith('marker-'));
+  };
   await ended();
-  await new Promise((r) => setTimeout(r, 300)); // notifications arrive after commit
-  assert.deepEqual(wakeUps, []);
+  assert.deepEqual(await marked('marker-1'), []);
   await f.repo.set(f.caller.account.id, 'main', 'https://hooks.example.com/x', false, new Date());
   await ended();
-  for (let i = 0; i < 50 && wakeUps.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  const woken = await marked('marker-2');
   await stop();
-  assert.equal(wakeUps.length, 1);
+  assert.equal(woken.length, 1);
 });
 
 /** Queues `count` deliveries to the account's main webhook at once, as a burst of ended commands would. */

@@ -16,7 +16,8 @@ const VICTIM_SOURCE = `testsrc=size=${VICTIM.width}x${VICTIM.height}:rate=25:dur
 const VICTIM_OUTPUT = '.out/out_1/victim.ts'; // where the runner puts out_1, relative to the working folder
 
 /** The host pid of the running ffmpeg whose arguments include `marker`. */
-async function findFfmpegPid(marker: string, timeoutMs = 15_000): Promise<number> {
+// (A runner starts in well under a second on a quiet machine; a busy one takes tens of seconds.)
+async function findFfmpegPid(marker: string, timeoutMs = 60_000): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const entry of await readdir('/proc')) {
