@@ -22,6 +22,8 @@ import { StepStateWrites, type StepState } from './step-state-writes.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { SerialPasses } from '../background/serial-passes.ts';
+import { SerialSection } from '../background/serial-section.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
@@ -65,9 +67,10 @@ export interface ReconcilerOptions {
 export class Reconciler {
   private readonly options: ReconcilerOptions;
   private readonly clock: () => Date;
-  private queue: Promise<void> = Promise.resolve();
+  /** Passes and runner events change commands one at a time, here. */
+  private readonly section = new SerialSection();
+  private readonly passes: SerialPasses;
   private timer: NodeJS.Timeout | null = null;
-  private passPending = false;
   private stopped = false;
   /** The last pass found the shared capacity taken, and nothing has ended since. */
   private capacityFull = false;
@@ -79,8 +82,6 @@ export class Reconciler {
   private readonly stepStates: StepStateWrites;
   /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
   private readonly jobDeletions = new Set<Promise<void>>();
-  /** A pass was asked for while the database was down: the first pass after it is back. */
-  private waitingForDatabase = false;
   private readonly stopWaitingForUp: (() => void) | undefined;
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
 
@@ -95,13 +96,13 @@ export class Reconciler {
       health: o.health,
     });
     // The first pass after an outage sweeps: what ended meanwhile (a step whose result could not be
-    // recorded is run again as a lost one) and cancels asked before it.
+    // recorded is run again as a lost one) and cancels asked before it. (Registered before the passes,
+    // which make that pass.)
     this.stopWaitingForUp = o.health?.whenUp(() => {
-      if (!this.waitingForDatabase) return;
-      this.waitingForDatabase = false;
       this.sweepDue = true;
-      this.cancelRequested();
+      this.cancelsAsked = true;
     });
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'reconcile', { health: o.health, section: this.section });
     // The cluster shows room again (a pod ended, a node came): queued steps may be released.
     o.backend.releaseGate?.onMayOpen(() => {
       if (this.timer) this.kick(); // once started: the operator starts the backend's watches first
@@ -155,21 +156,16 @@ export class Reconciler {
   /** Asks for a pass soon; many kicks before it runs make one pass. */
   kick(): void {
     this.capacityFull = false;
-    if (this.options.health && !this.options.health.up) {
-      this.waitingForDatabase = true;
-      return;
-    }
-    if (this.passPending || this.stopped) return;
-    this.passPending = true;
-    void this.serial(async () => {
-      this.passPending = false;
-      // Cleared before the read: a cancel asked while it runs asks for another pass.
-      const checkCancels = this.cancelsAsked;
-      const sweep = this.sweepDue;
-      this.cancelsAsked = false;
-      this.sweepDue = false;
-      await this.reconcileOnce({ checkCancels, sweep });
-    });
+    this.passes.kick();
+  }
+
+  private async pass(): Promise<void> {
+    // Cleared before the read: a cancel asked while it runs asks for another pass.
+    const checkCancels = this.cancelsAsked;
+    const sweep = this.sweepDue;
+    this.cancelsAsked = false;
+    this.sweepDue = false;
+    await this.reconcileOnce({ checkCancels, sweep });
   }
 
   /**
@@ -186,17 +182,18 @@ export class Reconciler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.stopWaitingForUp?.();
-    await this.queue;
+    await this.passes.stop();
+    await this.section.idle();
     await Promise.all([this.stepStates.flush(), ...this.jobDeletions]);
   }
 
+  /** Runs a runner event's work (or a cancel) between the passes. */
   private serial(work: () => Promise<void>): Promise<void> {
-    const next = this.queue.then(work).catch((err: unknown) => {
-      if (this.options.health?.failed(err)) this.waitingForDatabase = true;
+    return this.section.run(work).catch((err: unknown) => {
+      // For want of the database: a kick now waits for it, and the pass after it sweeps.
+      if (this.options.health?.failed(err)) this.kick();
       else this.options.logger.error({ err }, 'reconcile step failed; the next pass retries');
     });
-    this.queue = next;
-    return next;
   }
 
   /** Stops a command's Job and fails it (cluster mode: its FfmpegCommand was deleted). */
