@@ -2,20 +2,22 @@
 // (QUEUED/PROCESSING commands) with the jobs that exist and closes the gap, so a restart at any moment
 // changes no outcome. Runner events are applied through the same serialised section.
 import type { Logger } from 'pino';
-import type { ActiveCommand, CommandRow, CommandsRepo, NewFileRow } from '../commands/commands-repo.ts';
+import type { ActiveCommand, CommandRow, CommandsRepo, QueuedCommand } from '../commands/commands-repo.ts';
 import { CommandStatus } from '../commands/command-status.ts';
-import { FileStatus, StoreType } from '../files/file-status.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
-import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
-import { objectKey } from '../storage/object-keys.ts';
 import { admitToCapacity, capacityTaken } from './admission.ts';
 import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
-import { buildStepSpec, playlistStagingKey, stepBounds, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
-import { parseRunnerEvent } from '../jobs/runner-event-schema.ts';
-import { refusedResult, resultProblem } from '../jobs/result-bounds.ts';
-import { unpackPlaylist } from './playlist-unpack.ts';
+import { buildStepSpec, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
+import {
+  outputFileRows,
+  prepareResult,
+  runsStep,
+  type PreparedResult,
+  type ResultContext,
+  type ResultEvent,
+} from './reconcile/step-results.ts';
 import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
 import { StepStateWrites, type StepState } from './step-state-writes.ts';
@@ -83,11 +85,20 @@ export class Reconciler {
   /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
   private readonly jobDeletions = new Set<Promise<void>>();
   private readonly stopWaitingForUp: (() => void) | undefined;
+  private readonly results: ResultContext;
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
 
   constructor(o: ReconcilerOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
+    this.results = {
+      commands: o.commands,
+      storage: o.storage,
+      limits: o.limits,
+      workDir: o.workDir,
+      onRefused: (command, step, event) =>
+        this.log(command).warn({ step, error_message: event.ok ? '' : event.errorMessage }, 'result refused'),
+    };
     this.stepStates = new StepStateWrites({
       write: (ref, state) => o.commands.recordStepState(ref, state),
       stored: (ref, state) => this.stepStateStored(ref, state),
@@ -127,7 +138,7 @@ export class Reconciler {
         if (!this.stopped) void this.serial(() => this.onBackendEvent(ref, event));
         return;
       }
-      void this.prepare(ref, event).then((prepared) => {
+      void prepareResult(this.results, ref, event).then((prepared) => {
         if (!this.stopped) void this.serial(() => this.applyResult(ref, prepared));
       });
     });
@@ -201,71 +212,60 @@ export class Reconciler {
     return this.serial(async () => {
       const command = await this.options.commands.findById(commandId);
       if (!command || (command.status !== CommandStatus.QUEUED && command.status !== CommandStatus.PROCESSING)) return;
-      await this.stopCancelled(command, message);
+      await this.reconcileCommand(command, { cancel: message });
     });
   }
 
   /**
-   * One pass. `checkCancels: false` skips looking for cancels (none was asked since the last look).
-   * `sweep: false` skips what only the resync needs to look at: every active command's FfmpegCommand
-   * (a pass makes sure only of those it starts; the watch reports deletions at once), and commands over a
-   * plan lowered since they were submitted. Passes asked for by events then cost a few small reads,
-   * however long the queue.
+   * One pass: what the database says against the jobs that exist, each command brought in line by
+   * reconcileCommand. The pass reads in batches (every cancelled command in one query, the Jobs in one
+   * listing, the queue's admissible head in one query) and admits queued commands together, as they
+   * share the capacity. `checkCancels: false` skips looking for cancels (none was asked since the last
+   * look). `sweep: false` skips what only the resync needs to look at: every active command's
+   * FfmpegCommand (a pass makes sure only of those it starts; the watch reports deletions at once),
+   * steps waiting in the cluster's queue, commands larger than every node, and commands over a plan
+   * lowered since they were submitted. Passes asked for by events then cost a few small reads, however
+   * long the queue.
    */
   async reconcileOnce(o: { checkCancels: boolean; sweep: boolean } = { checkCancels: true, sweep: true }): Promise<void> {
+    const { commands, backend } = this.options;
     // Cancels asked through the API come first: what they free is free for this very pass.
-    if (o.checkCancels) {
-      for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
-    }
+    for (const command of o.checkCancels ? await commands.cancelRequested() : [])
+      await this.reconcileCommand(command, { cancel: 'cancelled through the API' });
     // Cluster mode: the commands whose FfmpegCommand this pass made sure of. Any other is made sure of
     // before it starts: without its resource, its Job would have no owner.
     const ensured = new Set<string>();
     if (this.options.ensureResource && o.sweep) {
-      for (const command of await this.options.commands.active()) {
-        const state = await this.options.ensureResource(command);
-        if (state === 'deleted') await this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
-        else ensured.add(command.id);
+      for (const command of await commands.active()) {
+        const resource = await this.options.ensureResource(command);
+        if (resource !== 'deleted') ensured.add(command.id);
+        await this.reconcileCommand(command, { resource });
       }
     }
-    const jobs = await this.options.backend.listJobNames();
-    // Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
-    for (const command of this.options.backend.queuesInCluster && o.sweep ? await this.options.commands.inClusterQueueNow() : []) {
-      if (jobs.has(jobName(command.id, command.currentStep, command.attempt))) continue;
-      const row = await this.options.commands.findById(command.id);
-      if (row?.inClusterQueue) await this.startStep(row);
-    }
-    // A command larger than every node fails at once, whatever waits before it in the queue.
-    const fitting = o.sweep ? (this.options.backend.maxStepVcpus?.() ?? null) : null;
-    for (const command of fitting === null ? [] : await this.options.commands.queuedAbove(fitting)) {
-      await this.fail(
-        command,
-        ErrorStatus.UNSCHEDULABLE,
-        this.options.backend.unfit?.({ vcpus: command.vcpuCount }) ?? `vcpu_count ${command.vcpuCount} is more than any node has`,
-      );
-    }
-    let running = await this.options.commands.processing();
-    const lost = running.filter((command) => !jobs.has(jobName(command.id, command.currentStep, command.attempt)));
-    for (const command of lost) await this.recoverLostJob(command);
-    if (lost.length > 0) running = await this.options.commands.processing();
-    const capacity = this.options.backend.capacityVcpus;
-    const gate = this.options.backend.releaseGate;
+    const jobs = await backend.listJobNames();
+    const jobExists = (c: ActiveCommand) => jobs.has(jobName(c.id, c.currentStep, c.attempt));
+    for (const command of backend.queuesInCluster && o.sweep ? await commands.inClusterQueueNow() : [])
+      await this.reconcileCommand(command, { jobExists: jobExists(command) });
+    const largestStepVcpus = (o.sweep ? backend.maxStepVcpus?.() : null) ?? null;
+    if (largestStepVcpus !== null)
+      for (const command of await commands.queuedAbove(largestStepVcpus)) await this.reconcileCommand(command, { largestStepVcpus });
+    let running = await commands.processing();
+    const lost = running.filter((command) => !jobExists(command));
+    for (const command of lost) await this.reconcileCommand(command, { jobExists: false });
+    if (lost.length > 0) running = await commands.processing();
+    const capacity = backend.capacityVcpus;
+    const gate = backend.releaseGate;
     // While the shared capacity is taken (or the cluster shows no room) nothing can start: a pass then
     // costs one small read, however long the queue.
     const releasable = gate ? gate.releasable() : Infinity;
     this.capacityFull = (capacity !== null && capacityTaken(running, capacity)) || releasable <= 0;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const command of o.sweep ? await this.options.commands.overPlan() : []) {
-      await this.fail(
-        { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
-        ErrorStatus.PLAN_LIMIT_EXCEEDED,
-        `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`,
-      );
-    }
+    for (const command of o.sweep ? await commands.overPlan() : []) await this.reconcileCommand(command, {});
     // The database prefilters the queue by each account's plan; every candidate uses at least one
     // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
     const limit = capacity === null ? Math.min(UNLIMITED_PASS_SIZE, releasable) : capacity + 1;
-    const candidates = await this.options.commands.admissible(limit);
+    const candidates = await commands.admissible(limit);
     if (candidates.length === 0) return;
     const admitted =
       capacity === null && gate?.maxVcpus != null
@@ -278,43 +278,96 @@ export class Reconciler {
         : admitToCapacity(running, candidates, capacity);
     for (const id of admitted) {
       const candidate = candidates.find((c) => c.id === id)!;
-      if (this.options.ensureResource && !ensured.has(id) && (await this.options.ensureResource(candidate)) === 'deleted') {
-        // The sweep stops it, as it stops every command whose resource was deleted.
-        this.sweepDue = true;
-        this.kick();
-        continue;
-      }
-      if (this.options.backend.queuesInCluster) {
-        // Kueue mode: its Job is made suspended and Kueue releases it; the command stays QUEUED till then.
-        const handed = await this.options.commands.queueInCluster(id);
-        if (!handed) continue;
-        this.log(handed).info({ vcpu_count: handed.vcpuCount }, 'command handed to the cluster queue');
-        await this.startStep(handed, candidate.plan);
-        continue;
-      }
-      // The pass reads light rows; the started command's row has its steps and outputs.
-      const startedAt = this.clock();
-      const command = await this.options.commands.startQueued(id, { processingStage: ProcessingStage.DOWNLOADING }, startedAt);
-      if (!command) continue;
-      this.options.onCommandChanged?.(command.id);
-      this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
-      this.options.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
-      await this.startStep(command, candidate.plan);
+      await this.reconcileCommand(candidate, { admitted: true, resourceEnsured: ensured.has(id) });
     }
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit && admitted.length === limit) this.kick();
   }
 
-  /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
-  private async recoverLostJob(command: ActiveCommand): Promise<void> {
-    await this.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
+  /**
+   * Every rule for one command, in the manner of a controller's Reconcile: from its row and what was
+   * seen of it (`seen`, read by the pass in batches or brought by its Job's event), decide and act.
+   * Idempotent: the writes are conditional on the state they start from, so seeing the same again (a
+   * restart, a second pass) changes nothing more. The pass calls it with light rows: an active
+   * command's (status, step, attempt) or a queued one's as the queue's reads see it (with its plan's
+   * limit now).
+   */
+  async reconcileCommand(command: ActiveCommand | QueuedCommand, seen: Seen): Promise<void> {
+    if (!isActive(command)) {
+      // A plan lowered after submission: it can never fit, and would block its account forever.
+      if (command.vcpuCount > command.planMaxVcpus) {
+        await this.fail(
+          { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
+          ErrorStatus.PLAN_LIMIT_EXCEEDED,
+          `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`,
+        );
+        return;
+      }
+      // Admission chose it: it starts (Kueue mode: its Job waits in the cluster's queue).
+      if (seen.admitted) await this.admit(command, seen.resourceEnsured ?? false);
+      return;
+    }
+    // Stopped by its user: its job is deleted and it fails CANCELLED; outputs of finished steps stay.
+    if (seen.cancel !== undefined) return this.stopCancelled(command, seen.cancel);
+    if (seen.resource === 'deleted') return this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
+    if (command.status === CommandStatus.PROCESSING) {
+      // Its step ended: the command succeeds, goes on to its chain's next step, or fails.
+      if (seen.stepEnded) return this.recordResult(seen.stepEnded);
+      // Its step's job is gone (the process restarted), or its pod was lost with its node: the step runs
+      // again as a new attempt, or after maxAttempts the command fails INTERRUPTED.
+      if (seen.jobExists === false) return this.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
+      if (seen.podLost !== undefined) return this.runStepAgain(command, seen.podLost);
+      return; // it runs: its deadline is its Job's (see startStep)
+    }
+    // QUEUED. Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
+    if (command.inClusterQueue) {
+      if (seen.jobExists !== false) return;
+      const row = await this.options.commands.findById(command.id);
+      if (row?.inClusterQueue) await this.startStep(row);
+      return;
+    }
+    // Larger than every node: it fails at once, whatever waits before it in the queue.
+    if (seen.largestStepVcpus !== undefined && command.vcpuCount > seen.largestStepVcpus) {
+      await this.fail(
+        command,
+        ErrorStatus.UNSCHEDULABLE,
+        this.options.backend.unfit?.({ vcpus: command.vcpuCount }) ?? `vcpu_count ${command.vcpuCount} is more than any node has`,
+      );
+    }
+  }
+
+  /** Starts an admitted command (Kueue mode: hands its Job to the cluster's queue). */
+  private async admit(candidate: QueuedCommand, resourceEnsured: boolean): Promise<void> {
+    const id = candidate.id;
+    if (this.options.ensureResource && !resourceEnsured && (await this.options.ensureResource(candidate)) === 'deleted') {
+      // The sweep stops it, as it stops every command whose resource was deleted.
+      this.sweepDue = true;
+      this.kick();
+      return;
+    }
+    if (this.options.backend.queuesInCluster) {
+      // Kueue mode: its Job is made suspended and Kueue releases it; the command stays QUEUED till then.
+      const handed = await this.options.commands.queueInCluster(id);
+      if (!handed) return;
+      this.log(handed).info({ vcpu_count: handed.vcpuCount }, 'command handed to the cluster queue');
+      await this.startStep(handed, candidate.plan);
+      return;
+    }
+    // The pass reads light rows; the started command's row has its steps and outputs.
+    const startedAt = this.clock();
+    const command = await this.options.commands.startQueued(id, { processingStage: ProcessingStage.DOWNLOADING }, startedAt);
+    if (!command) return;
+    this.options.onCommandChanged?.(command.id);
+    this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
+    this.options.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
+    await this.startStep(command, candidate.plan);
   }
 
   /** The backend lost the step's pod (its node died or was drained): run the step again, or give up. */
   private async retryLost(ref: JobRef, reason: string): Promise<void> {
     const command = await this.options.commands.findById(ref.commandId);
     if (!runsStep(command, ref)) return;
-    await this.runStepAgain(command, reason);
+    await this.reconcileCommand(command, { podLost: reason });
     this.deleteFinishedJob(ref.name);
   }
 
@@ -436,58 +489,6 @@ export class Reconciler {
     return (await this.options.commands.outputFiles(command.id)).reduce((sum, f) => sum + (f.sizeBytes ?? 0), 0);
   }
 
-  /**
-   * The result's command, read once (null when the result is late: the command ended or moved on), and
-   * for a success what went wrong unpacking its playlist outputs, if anything.
-   */
-  private async prepare(ref: JobRef, reported: ResultEvent): Promise<PreparedResult> {
-    let command: CommandRow | null;
-    try {
-      command = await this.options.commands.findById(ref.commandId);
-    } catch (err) {
-      return { event: reported, command: null, problem: null, readError: err as Error };
-    }
-    if (!runsStep(command, ref)) return { event: reported, command: null, problem: null, readError: null };
-    // A runner's result is checked like user input (a hostile command may post its own in cluster mode).
-    const event = checkedResult(reported, command, ref.step, this.options.limits);
-    if (event !== reported) this.log(command).warn({ step: ref.step, error_message: event.ok ? '' : event.errorMessage }, 'result refused');
-    if (!event.ok) return { event, command, problem: null, readError: null };
-    try {
-      return { event, command, problem: await this.unpackPlaylists(command, event.outputs), readError: null };
-    } catch (err) {
-      return { event, command, problem: `could not store the outputs: ${(err as Error).message}`, readError: null };
-    }
-  }
-
-  /** Copies the files of the result's playlist outputs into storage; what went wrong, if anything. */
-  private async unpackPlaylists(command: CommandRow, outputs: { alias: string }[]): Promise<string | null> {
-    for (const o of outputs) {
-      const declared = command.outputs.find((d) => d.alias === o.alias);
-      if (declared?.kind !== 'playlist') continue;
-      const key = objectKey({
-        isPrivate: command.isPrivate,
-        accountId: command.accountId,
-        fileId: declared.fileId,
-        fileName: declared.fileName,
-      });
-      try {
-        await unpackPlaylist(
-          this.options.storage,
-          playlistStagingKey(command.accountId, declared.fileId),
-          key.slice(0, key.lastIndexOf('/') + 1),
-          this.options.workDir,
-        );
-      } catch (err) {
-        return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
-      }
-    }
-    return null;
-  }
-
-  private async stillRunning(ref: JobRef): Promise<boolean> {
-    return runsStep(await this.options.commands.findById(ref.commandId), ref);
-  }
-
   private async applyResult(ref: JobRef, prepared: PreparedResult): Promise<void> {
     // The result is recorded first and the Job deleted after: a crash in between re-reads the
     // result (its events go with the Job) instead of losing it. If the command could not be read,
@@ -495,7 +496,10 @@ export class Reconciler {
     try {
       if (prepared.readError) throw prepared.readError;
       // A late result (an earlier attempt's, or of a command that ended) changes nothing.
-      if (prepared.command) await this.recordResult(ref, prepared.command, prepared.event, prepared.problem);
+      if (prepared.command)
+        await this.reconcileCommand(prepared.command, {
+          stepEnded: { ref, command: prepared.command, event: prepared.event, problem: prepared.problem },
+        });
     } finally {
       this.deleteFinishedJob(ref.name);
     }
@@ -514,17 +518,12 @@ export class Reconciler {
   }
 
   /** `command` was read before the serialised section: a success is stored only if its step still runs. */
-  private async recordResult(
-    ref: JobRef,
-    command: CommandRow,
-    event: Extract<RunnerEvent, { type: 'result' }>,
-    problem: string | null,
-  ): Promise<void> {
+  private async recordResult({ ref, command, event, problem }: StepEnded): Promise<void> {
     const ffmpegSeconds = command.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
     // A failure is stored without a condition: the command is read again here, where nothing else
     // changes it, in case it was cancelled since (failures are rare; successes skip this read).
     if (!event.ok) {
-      if (await this.stillRunning(ref)) {
+      if (runsStep(await this.options.commands.findById(ref.commandId), ref)) {
         await this.fail(
           { ...command, ffmpegSeconds, processedBytes: command.processedBytes + event.inputBytes },
           event.errorStatus,
@@ -536,35 +535,11 @@ export class Reconciler {
     const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
     const processedBytes = command.processedBytes + event.inputBytes + outputBytes;
     if (problem) {
-      if (await this.stillRunning(ref))
+      if (runsStep(await this.options.commands.findById(ref.commandId), ref))
         await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
       return;
     }
-    const files: NewFileRow[] = event.outputs.map((o) => {
-      const declared = command.outputs.find((d) => d.alias === o.alias)!;
-      return {
-        id: declared.fileId,
-        accountId: command.accountId,
-        environmentName: command.environmentName,
-        commandId: command.id,
-        alias: o.alias,
-        serviceStoreType: StoreType.OUTPUT,
-        status: FileStatus.STORED,
-        storageKey: objectKey({
-          isPrivate: command.isPrivate,
-          accountId: command.accountId,
-          fileId: declared.fileId,
-          fileName: declared.fileName,
-        }),
-        fileName: declared.fileName,
-        originalFileUrl: declared.fileName,
-        isPrivate: command.isPrivate,
-        sizeBytes: o.size,
-        fileCount: o.fileCount ?? 1,
-        sizeCompressedBytes: o.compressedSize ?? null,
-        media: o.media,
-      };
-    });
+    const files = outputFileRows(command, event);
     const lastStep = command.currentStep >= command.steps.length - 1;
     if (lastStep) {
       const stored = await this.options.commands.completeStep(ref, files, {
@@ -660,29 +635,38 @@ export class Reconciler {
   }
 }
 
-/** A result's command as read before the serialised section (see Reconciler.prepare). */
-interface PreparedResult {
-  /** The result as reported, or a failure in its place when it was refused. */
-  event: ResultEvent;
-  command: CommandRow | null;
-  problem: string | null;
-  readError: Error | null;
-}
-
-type ResultEvent = Extract<RunnerEvent, { type: 'result' }>;
-
 const STAGES = new Set<string>(Object.values(ProcessingStage));
 
-/** The result if it is well formed and could be true of the step; otherwise a failure that says why. */
-export function checkedResult(reported: ResultEvent, command: CommandRow, step: number, limits: RunLimits): ResultEvent {
-  const parsed = parseRunnerEvent(reported);
-  const problem = parsed.ok ? resultProblem(parsed.event as ResultEvent, stepBounds(command, step, limits)) : parsed.problem;
-  return problem === null ? reported : refusedResult(problem);
+/** What was seen of a command beyond its row (see reconcileCommand); a fact left out was not looked at. */
+export interface Seen {
+  /** Why it is to stop: a cancel asked through the API, or (cluster mode) its FfmpegCommand deleted. */
+  cancel?: string;
+  /** Cluster mode: its FfmpegCommand, as the sweep made sure of it ('deleted': its user deleted it). */
+  resource?: 'present' | 'created' | 'deleted';
+  /** Whether the Job of its current step and attempt exists. */
+  jobExists?: boolean;
+  /** The most vCPUs a step can have on any node. */
+  largestStepVcpus?: number;
+  /** Admission chose it to start now; resourceEnsured: this pass made sure of its FfmpegCommand. */
+  admitted?: boolean;
+  resourceEnsured?: boolean;
+  /** Its step's result, prepared before the serialised section (see reconcile/step-results.ts). */
+  stepEnded?: StepEnded;
+  /** The backend lost its step's pod (its node died or was drained): why. */
+  podLost?: string;
 }
 
-/** The command is PROCESSING the step and attempt of this Job. */
-function runsStep(command: CommandRow | null, ref: JobRef): command is CommandRow {
-  return command?.status === CommandStatus.PROCESSING && jobName(command.id, command.currentStep, command.attempt) === ref.name;
+/** A step's result: the command's full row as read with it (the outputs are stored from it). */
+interface StepEnded {
+  ref: JobRef;
+  command: CommandRow;
+  event: ResultEvent;
+  problem: string | null;
+}
+
+/** A row of the active commands' reads (status, step, attempt), not of the queue's (plan's limit). */
+function isActive(command: ActiveCommand | QueuedCommand): command is ActiveCommand {
+  return 'status' in command;
 }
 
 function secondsSince(from: Date, to: Date): number {
