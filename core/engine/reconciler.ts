@@ -1,6 +1,10 @@
 // The one reconcile logic of both modes. Level-triggered: every pass compares what the database says
 // (QUEUED/PROCESSING commands) with the jobs that exist and closes the gap, so a restart at any moment
 // changes no outcome. Runner events are applied through the same serialised section.
+//
+// Where to read: reconcileCommand holds every rule for one command; reconcileOnce is the pass that
+// reads in batches and calls it; reconcile/command-actions.ts does what a rule decides (start, fail,
+// run a step again, record a step's end); reconcile/step-results.ts makes a runner's result ready.
 import type { Logger } from 'pino';
 import type { ActiveCommand, CommandRow, CommandsRepo, QueuedCommand } from '../commands/commands-repo.ts';
 import { CommandStatus } from '../commands/command-status.ts';
@@ -9,23 +13,16 @@ import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
 import { admitToCapacity, capacityTaken } from './admission.ts';
 import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
-import { buildStepSpec, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
-import {
-  outputFileRows,
-  prepareResult,
-  runsStep,
-  type PreparedResult,
-  type ResultContext,
-  type ResultEvent,
-} from './reconcile/step-results.ts';
+import type { RunLimits } from './step-spec-builder.ts';
+import { prepareResult, runsStep, type PreparedResult, type ResultContext } from './reconcile/step-results.ts';
 import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
 import { StepStateWrites, type StepState } from './step-state-writes.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { SerialPasses } from '../background/serial-passes.ts';
 import { SerialSection } from '../background/serial-section.ts';
+import { CommandActions, type StepEnded } from './reconcile/command-actions.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
@@ -82,8 +79,8 @@ export class Reconciler {
   private sweepDue = true;
   /** Stages and progress are stored outside the serialised section; stop() writes what is held and waits. */
   private readonly stepStates: StepStateWrites;
-  /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
-  private readonly jobDeletions = new Set<Promise<void>>();
+  /** What is done to a command once reconcileCommand has decided. */
+  private readonly act: CommandActions;
   private readonly stopWaitingForUp: (() => void) | undefined;
   private readonly results: ResultContext;
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
@@ -91,6 +88,7 @@ export class Reconciler {
   constructor(o: ReconcilerOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
+    this.act = new CommandActions({ ...o, clock: this.clock, kick: () => this.kick() });
     this.results = {
       commands: o.commands,
       storage: o.storage,
@@ -195,7 +193,7 @@ export class Reconciler {
     this.stopWaitingForUp?.();
     await this.passes.stop();
     await this.section.idle();
-    await Promise.all([this.stepStates.flush(), ...this.jobDeletions]);
+    await Promise.all([this.stepStates.flush(), this.act.idle()]);
   }
 
   /** Runs a runner event's work (or a cancel) between the passes. */
@@ -287,8 +285,9 @@ export class Reconciler {
   /**
    * Every rule for one command, in the manner of a controller's Reconcile: from its row and what was
    * seen of it (`seen`, read by the pass in batches or brought by its Job's event), decide and act.
-   * Idempotent: the writes are conditional on the state they start from, so seeing the same again (a
-   * restart, a second pass) changes nothing more. The pass calls it with light rows: an active
+   * Idempotent: it runs in the serialised section on rows read there, and what it does moves the row
+   * on, so seeing the same again (the next pass, a restart) finds nothing left to do. The pass calls
+   * it with light rows: an active
    * command's (status, step, attempt) or a queued one's as the queue's reads see it (with its plan's
    * limit now).
    */
@@ -296,7 +295,7 @@ export class Reconciler {
     if (!isActive(command)) {
       // A plan lowered after submission: it can never fit, and would block its account forever.
       if (command.vcpuCount > command.planMaxVcpus) {
-        await this.fail(
+        await this.act.fail(
           { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
           ErrorStatus.PLAN_LIMIT_EXCEEDED,
           `vcpu_count ${command.vcpuCount} is more than the ${command.planMaxVcpus} vCPUs the account's plan allows now`,
@@ -308,27 +307,28 @@ export class Reconciler {
       return;
     }
     // Stopped by its user: its job is deleted and it fails CANCELLED; outputs of finished steps stay.
-    if (seen.cancel !== undefined) return this.stopCancelled(command, seen.cancel);
-    if (seen.resource === 'deleted') return this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
+    if (seen.cancel !== undefined) return this.act.stopCancelled(command, seen.cancel);
+    if (seen.resource === 'deleted')
+      return this.act.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
     if (command.status === CommandStatus.PROCESSING) {
       // Its step ended: the command succeeds, goes on to its chain's next step, or fails.
-      if (seen.stepEnded) return this.recordResult(seen.stepEnded);
+      if (seen.stepEnded) return this.act.stepEnded(seen.stepEnded);
       // Its step's job is gone (the process restarted), or its pod was lost with its node: the step runs
       // again as a new attempt, or after maxAttempts the command fails INTERRUPTED.
-      if (seen.jobExists === false) return this.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
-      if (seen.podLost !== undefined) return this.runStepAgain(command, seen.podLost);
-      return; // it runs: its deadline is its Job's (see startStep)
+      if (seen.jobExists === false) return this.act.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
+      if (seen.podLost !== undefined) return this.act.runStepAgain(command, seen.podLost);
+      return; // it runs: its deadline is its Job's (CommandActions.startStep)
     }
     // QUEUED. Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
     if (command.inClusterQueue) {
       if (seen.jobExists !== false) return;
       const row = await this.options.commands.findById(command.id);
-      if (row?.inClusterQueue) await this.startStep(row);
+      if (row?.inClusterQueue) await this.act.startStep(row);
       return;
     }
     // Larger than every node: it fails at once, whatever waits before it in the queue.
     if (seen.largestStepVcpus !== undefined && command.vcpuCount > seen.largestStepVcpus) {
-      await this.fail(
+      await this.act.fail(
         command,
         ErrorStatus.UNSCHEDULABLE,
         this.options.backend.unfit?.({ vcpus: command.vcpuCount }) ?? `vcpu_count ${command.vcpuCount} is more than any node has`,
@@ -336,31 +336,15 @@ export class Reconciler {
     }
   }
 
-  /** Starts an admitted command (Kueue mode: hands its Job to the cluster's queue). */
+  /** Starts an admitted command, once its FfmpegCommand is made sure of (cluster mode). */
   private async admit(candidate: QueuedCommand, resourceEnsured: boolean): Promise<void> {
-    const id = candidate.id;
     if (this.options.ensureResource && !resourceEnsured && (await this.options.ensureResource(candidate)) === 'deleted') {
       // The sweep stops it, as it stops every command whose resource was deleted.
       this.sweepDue = true;
       this.kick();
       return;
     }
-    if (this.options.backend.queuesInCluster) {
-      // Kueue mode: its Job is made suspended and Kueue releases it; the command stays QUEUED till then.
-      const handed = await this.options.commands.queueInCluster(id);
-      if (!handed) return;
-      this.log(handed).info({ vcpu_count: handed.vcpuCount }, 'command handed to the cluster queue');
-      await this.startStep(handed, candidate.plan);
-      return;
-    }
-    // The pass reads light rows; the started command's row has its steps and outputs.
-    const startedAt = this.clock();
-    const command = await this.options.commands.startQueued(id, { processingStage: ProcessingStage.DOWNLOADING }, startedAt);
-    if (!command) return;
-    this.options.onCommandChanged?.(command.id);
-    this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
-    this.options.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
-    await this.startStep(command, candidate.plan);
+    await this.act.start(candidate);
   }
 
   /** The backend lost the step's pod (its node died or was drained): run the step again, or give up. */
@@ -368,45 +352,7 @@ export class Reconciler {
     const command = await this.options.commands.findById(ref.commandId);
     if (!runsStep(command, ref)) return;
     await this.reconcileCommand(command, { podLost: reason });
-    this.deleteFinishedJob(ref.name);
-  }
-
-  /**
-   * Runs a lost step again as its next attempt, with the command's record unchanged but for its stage;
-   * after maxAttempts starts of the step the command fails INTERRUPTED instead. ffmpeg's own failures
-   * never come here: they are results.
-   */
-  private async runStepAgain(
-    command: Pick<CommandRow, 'id' | 'currentStep' | 'attempt' | 'stepRetries' | 'ffmpegSeconds' | 'processedBytes'>,
-    reason: string,
-  ): Promise<void> {
-    const maxAttempts = this.options.maxAttempts ?? 3;
-    const started = command.stepRetries + 1;
-    if (started >= maxAttempts) {
-      await this.fail(
-        command,
-        ErrorStatus.INTERRUPTED,
-        `step ${command.currentStep + 1} was started ${started} times and lost each time; it was not tried again (last: ${reason})`,
-      );
-      return;
-    }
-    const attempt = command.attempt + 1;
-    this.log(command).warn({ step: command.currentStep, attempt, reason }, 'step lost, running it again');
-    this.options.onCommandEvent?.(command.id, {
-      reason: 'StepRetried',
-      message: `step ${command.currentStep + 1} runs again as attempt ${attempt}: ${reason}`,
-      warning: true,
-    });
-    await this.options.commands.update(command.id, {
-      attempt,
-      stepRetries: command.stepRetries + 1,
-      processingStage: ProcessingStage.DOWNLOADING,
-      progress: null,
-      // Kueue mode: the new attempt's Job waits in the cluster's queue again.
-      ...(this.options.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
-    });
-    const row = await this.options.commands.findById(command.id);
-    if (row) await this.startStep(row);
+    this.act.deleteFinishedJob(ref.name);
   }
 
   private async onBackendEvent(ref: JobRef, event: BackendEvent): Promise<void> {
@@ -443,50 +389,10 @@ export class Reconciler {
   /** A released step's pod finds no room: back to the queue, at its place, with no job and so no deadline running. */
   private async requeue(ref: JobRef, reason: string): Promise<void> {
     if (!(await this.options.commands.requeue(ref, reason))) return;
-    this.deleteFinishedJob(ref.name);
+    this.act.deleteFinishedJob(ref.name);
     this.log({ id: ref.commandId }).warn({ step: ref.step, attempt: ref.attempt, reason }, 'step sent back to the queue');
     this.options.onCommandEvent?.(ref.commandId, { reason: 'Requeued', message: `back in the queue: ${reason}`, warning: true });
     this.options.onCommandChanged?.(ref.commandId);
-  }
-
-  private async startStep(command: CommandRow, plan?: string): Promise<void> {
-    const ref: JobRef = {
-      name: jobName(command.id, command.currentStep, command.attempt),
-      commandId: command.id,
-      step: command.currentStep,
-      attempt: command.attempt,
-    };
-    try {
-      const spec = await buildStepSpec(command, command.currentStep, this.options.storage, this.options.limits);
-      const request = {
-        ref,
-        spec,
-        vcpus: command.vcpuCount,
-        deadlineSeconds: stepDeadlineSeconds(command, this.options.limits),
-        accountId: command.accountId,
-        // Kueue mode picks the Job's priority class by plan; a later step reads it again.
-        plan:
-          plan ??
-          (this.options.backend.queuesInCluster ? ((await this.options.commands.planOf(command.accountId)) ?? undefined) : undefined),
-        knownInputBytes: command.currentStep > 0 ? await this.earlierOutputBytes(command) : 0,
-      };
-      // Waiting for a node larger than any there is would only end at the deadline.
-      const unfit = this.options.backend.unfit?.(request) ?? null;
-      if (unfit) {
-        await this.fail(command, ErrorStatus.UNSCHEDULABLE, unfit);
-        return;
-      }
-      await this.options.backend.ensureJob(request);
-    } catch (err) {
-      // An outage is not the command's failure: without its job, a pass after it runs the step as a lost one.
-      if (isDatabaseUnavailable(err)) throw err;
-      await this.fail(command, ErrorStatus.INTERNAL_ERROR, `could not start step ${command.currentStep + 1}: ${(err as Error).message}`);
-    }
-  }
-
-  /** Bytes of the files earlier steps stored: what a later step's inputs can be at most. */
-  private async earlierOutputBytes(command: CommandRow): Promise<number> {
-    return (await this.options.commands.outputFiles(command.id)).reduce((sum, f) => sum + (f.sizeBytes ?? 0), 0);
   }
 
   private async applyResult(ref: JobRef, prepared: PreparedResult): Promise<void> {
@@ -501,120 +407,8 @@ export class Reconciler {
           stepEnded: { ref, command: prepared.command, event: prepared.event, problem: prepared.problem },
         });
     } finally {
-      this.deleteFinishedJob(ref.name);
+      this.act.deleteFinishedJob(ref.name);
     }
-  }
-
-  /**
-   * Outside the serialised section: the pass this result asked for (a vCPU is free) does not wait for
-   * the deletion (in cluster mode a request to the API server, tens of milliseconds under load).
-   */
-  private deleteFinishedJob(name: string): void {
-    const deletion = this.options.backend
-      .deleteJob(name)
-      .catch((err: unknown) => this.options.logger.warn({ err, job: name }, 'could not delete a finished job'))
-      .finally(() => this.jobDeletions.delete(deletion));
-    this.jobDeletions.add(deletion);
-  }
-
-  /** `command` was read before the serialised section: a success is stored only if its step still runs. */
-  private async recordResult({ ref, command, event, problem }: StepEnded): Promise<void> {
-    const ffmpegSeconds = command.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
-    // A failure is stored without a condition: the command is read again here, where nothing else
-    // changes it, in case it was cancelled since (failures are rare; successes skip this read).
-    if (!event.ok) {
-      if (runsStep(await this.options.commands.findById(ref.commandId), ref)) {
-        await this.fail(
-          { ...command, ffmpegSeconds, processedBytes: command.processedBytes + event.inputBytes },
-          event.errorStatus,
-          event.errorMessage,
-        );
-      }
-      return;
-    }
-    const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
-    const processedBytes = command.processedBytes + event.inputBytes + outputBytes;
-    if (problem) {
-      if (runsStep(await this.options.commands.findById(ref.commandId), ref))
-        await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
-      return;
-    }
-    const files = outputFileRows(command, event);
-    const lastStep = command.currentStep >= command.steps.length - 1;
-    if (lastStep) {
-      const stored = await this.options.commands.completeStep(ref, files, {
-        status: CommandStatus.SUCCESS,
-        processingStage: null,
-        progress: null,
-        finishedAt: this.clock(),
-        ffmpegSeconds,
-        processedBytes,
-      });
-      if (!stored) return;
-      this.options.onCommandChanged?.(command.id);
-      this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
-      this.kick(); // its vCPUs are free for the next queued command (of its account's plan, and of the capacity)
-      await this.recordEnd(command, CommandStatus.SUCCESS, null, ffmpegSeconds);
-      return;
-    }
-    const next = {
-      currentStep: command.currentStep + 1,
-      attempt: 1,
-      ffmpegSeconds,
-      processedBytes,
-      processingStage: ProcessingStage.DOWNLOADING,
-      progress: null, // the next step's ffmpeg has not reported yet
-      // Kueue mode: the next step's Job waits in the cluster's queue like the first did.
-      ...(this.options.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
-    };
-    if (!(await this.options.commands.completeStep(ref, files, next))) return;
-    this.options.onCommandChanged?.(command.id);
-    this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
-    await this.startStep({ ...command, ...next });
-  }
-
-  private async fail(
-    command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'> & Partial<Pick<CommandRow, 'createdAt'>>,
-    errorStatus: ErrorStatus,
-    errorMessage: string,
-  ): Promise<void> {
-    await this.options.commands.update(command.id, {
-      status: CommandStatus.FAILED,
-      errorStatus,
-      errorMessage,
-      progress: null,
-      finishedAt: this.clock(),
-      ffmpegSeconds: command.ffmpegSeconds,
-      processedBytes: command.processedBytes,
-    });
-    this.options.onCommandChanged?.(command.id);
-    this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
-    this.kick();
-    await this.recordEnd(command, CommandStatus.FAILED, errorStatus, command.ffmpegSeconds);
-  }
-
-  /** Metrics of an ended command. Light rows (ActiveCommand) have no createdAt: it is read then. */
-  private async recordEnd(
-    command: Pick<CommandRow, 'id'> & Partial<Pick<CommandRow, 'createdAt'>>,
-    status: typeof CommandStatus.SUCCESS | typeof CommandStatus.FAILED,
-    errorStatus: ErrorStatus | null,
-    ffmpegSeconds: number,
-  ): Promise<void> {
-    const metrics = this.options.metrics;
-    if (!metrics) return;
-    try {
-      const createdAt = command.createdAt ?? (await this.options.commands.findById(command.id))?.createdAt;
-      metrics.commandEnded(status, errorStatus, ffmpegSeconds, createdAt ? secondsSince(createdAt, this.clock()) : 0);
-    } catch (err) {
-      this.log(command).warn({ err }, 'could not record the metrics of the ended command');
-    }
-  }
-
-  /** Stops a command's job if one runs, and fails the command CANCELLED; outputs of finished steps stay. */
-  private async stopCancelled(command: ActiveCommand, message: string): Promise<void> {
-    if (command.status === CommandStatus.PROCESSING || command.inClusterQueue)
-      await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
-    await this.fail(command, ErrorStatus.CANCELLED, message);
   }
 
   /** A step's stage or progress was stored (see step-state-writes.ts). */
@@ -656,19 +450,7 @@ export interface Seen {
   podLost?: string;
 }
 
-/** A step's result: the command's full row as read with it (the outputs are stored from it). */
-interface StepEnded {
-  ref: JobRef;
-  command: CommandRow;
-  event: ResultEvent;
-  problem: string | null;
-}
-
 /** A row of the active commands' reads (status, step, attempt), not of the queue's (plan's limit). */
 function isActive(command: ActiveCommand | QueuedCommand): command is ActiveCommand {
   return 'status' in command;
-}
-
-function secondsSince(from: Date, to: Date): number {
-  return (to.getTime() - from.getTime()) / 1000;
 }
