@@ -94,7 +94,7 @@ export class WebhookWorker {
     this.timeoutMs = o.timeoutMs ?? 15_000;
     this.maxParallel = o.maxParallel ?? 16;
     this.pollMs = o.pollMs ?? 5_000;
-    this.passes = new SerialPasses(() => this.pass(), o.logger, 'webhook', o.database.health);
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'webhook', { health: o.database.health });
   }
 
   async start(): Promise<void> {

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { SerialPasses } from './serial-passes.ts';
 import { DatabaseHealth } from '../db/database-health.ts';
+import { SerialSection } from './serial-section.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -70,7 +71,7 @@ test('while the database is down kicks make no pass and its failures no log line
     },
     logger,
     'test',
-    health,
+    { health },
   );
   reachable = false;
   p.kick(); // fails for want of the database: marks it down
@@ -85,4 +86,37 @@ test('while the database is down kicks make no pass and its failures no log line
   await p.stop();
   assert.equal(passes, 2, 'one pass once it is back');
   assert.deepEqual(errors, []);
+});
+
+test('in a shared section a pass waits for its turn, and kicks while it waits are merged into it', async () => {
+  const section = new SerialSection();
+  let release: () => void = () => {};
+  const other = section.run(() => new Promise<void>((r) => (release = r)));
+  let passes = 0;
+  let releasePass: () => void = () => {};
+  const p = new SerialPasses(
+    async () => {
+      passes++;
+      await new Promise<void>((r) => (releasePass = r));
+    },
+    silent,
+    'test',
+    { section },
+  );
+  for (let i = 0; i < 10; i++) p.kick(); // all before the pass has its turn: one pass
+  await new Promise((r) => setImmediate(r));
+  assert.equal(passes, 0, 'the other work holds the section');
+  release();
+  await other;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(passes, 1);
+  p.kick(); // during the pass: one more after it
+  p.kick();
+  releasePass();
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(passes, 2);
+  releasePass();
+  await p.stop();
+  assert.equal(passes, 2);
 });

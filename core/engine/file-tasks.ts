@@ -66,7 +66,7 @@ export class FileTasks {
   constructor(o: FileTasksOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
-    this.passes = new SerialPasses(() => this.pass(), o.logger, 'file tasks', o.health);
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'file tasks', { health: o.health });
   }
 
   async start(): Promise<void> {

@@ -1,28 +1,29 @@
 // The one reconcile logic of both modes. Level-triggered: every pass compares what the database says
 // (QUEUED/PROCESSING commands) with the jobs that exist and closes the gap, so a restart at any moment
 // changes no outcome. Runner events are applied through the same serialised section.
+//
+// Where to read: reconcileCommand holds every rule for one command; reconcileOnce is the pass that
+// reads in batches and calls it; reconcile/command-actions.ts does what a rule decides (start, fail,
+// run a step again, record a step's end); reconcile/step-results.ts makes a runner's result ready.
 import type { Logger } from 'pino';
-import type { ActiveCommand, CommandRow, CommandsRepo, NewFileRow } from '../commands/commands-repo.ts';
+import type { ActiveCommand, CommandRow, CommandsRepo, QueuedCommand } from '../commands/commands-repo.ts';
 import { CommandStatus } from '../commands/command-status.ts';
-import { FileStatus, StoreType } from '../files/file-status.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
-import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
-import { objectKey } from '../storage/object-keys.ts';
 import { admitToCapacity, capacityTaken } from './admission.ts';
 import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
-import { buildStepSpec, playlistStagingKey, stepBounds, stepDeadlineSeconds, type RunLimits } from './step-spec-builder.ts';
-import { parseRunnerEvent } from '../jobs/runner-event-schema.ts';
-import { refusedResult, resultProblem } from '../jobs/result-bounds.ts';
-import { unpackPlaylist } from './playlist-unpack.ts';
+import type { RunLimits } from './step-spec-builder.ts';
+import { prepareResult, runsStep, type PreparedResult, type ResultContext } from './reconcile/step-results.ts';
 import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
 import { StepStateWrites, type StepState } from './step-state-writes.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
-import { vcpusOverPlanNow } from '../accounts/plan-rules.ts';
+import { VCPUS, vcpusOverPlanNow } from '../accounts/plan-rules.ts';
+import { SerialPasses } from '../background/serial-passes.ts';
+import { SerialSection } from '../background/serial-section.ts';
+import { CommandActions, type StepEnded } from './reconcile/command-actions.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
@@ -66,9 +67,10 @@ export interface ReconcilerOptions {
 export class Reconciler {
   private readonly options: ReconcilerOptions;
   private readonly clock: () => Date;
-  private queue: Promise<void> = Promise.resolve();
+  /** Passes and runner events change commands one at a time, here. */
+  private readonly section = new SerialSection();
+  private readonly passes: SerialPasses;
   private timer: NodeJS.Timeout | null = null;
-  private passPending = false;
   private stopped = false;
   /** The last pass found the shared capacity taken, and nothing has ended since. */
   private capacityFull = false;
@@ -78,16 +80,24 @@ export class Reconciler {
   private sweepDue = true;
   /** Stages and progress are stored outside the serialised section; stop() writes what is held and waits. */
   private readonly stepStates: StepStateWrites;
-  /** Jobs whose result is recorded, being deleted outside the serialised section; stop() waits for them. */
-  private readonly jobDeletions = new Set<Promise<void>>();
-  /** A pass was asked for while the database was down: the first pass after it is back. */
-  private waitingForDatabase = false;
+  /** What is done to a command once reconcileCommand has decided. */
+  private readonly act: CommandActions;
   private readonly stopWaitingForUp: (() => void) | undefined;
+  private readonly results: ResultContext;
   private readonly progressMirror = new PerKeyThrottle(PROGRESS_MIRROR_MS, () => this.clock().getTime());
 
   constructor(o: ReconcilerOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
+    this.act = new CommandActions({ ...o, clock: this.clock, kick: () => this.kick() });
+    this.results = {
+      commands: o.commands,
+      storage: o.storage,
+      limits: o.limits,
+      workDir: o.workDir,
+      onRefused: (command, step, event) =>
+        this.log(command).warn({ step, error_message: event.ok ? '' : event.errorMessage }, 'result refused'),
+    };
     this.stepStates = new StepStateWrites({
       write: (ref, state) => o.commands.recordStepState(ref, state),
       stored: (ref, state) => this.stepStateStored(ref, state),
@@ -96,13 +106,13 @@ export class Reconciler {
       health: o.health,
     });
     // The first pass after an outage sweeps: what ended meanwhile (a step whose result could not be
-    // recorded is run again as a lost one) and cancels asked before it.
+    // recorded is run again as a lost one) and cancels asked before it. (Registered before the passes,
+    // which make that pass.)
     this.stopWaitingForUp = o.health?.whenUp(() => {
-      if (!this.waitingForDatabase) return;
-      this.waitingForDatabase = false;
       this.sweepDue = true;
-      this.cancelRequested();
+      this.cancelsAsked = true;
     });
+    this.passes = new SerialPasses(() => this.pass(), o.logger, 'reconcile', { health: o.health, section: this.section });
     // The cluster shows room again (a pod ended, a node came): queued steps may be released.
     o.backend.releaseGate?.onMayOpen(() => {
       if (this.timer) this.kick(); // once started: the operator starts the backend's watches first
@@ -127,7 +137,7 @@ export class Reconciler {
         if (!this.stopped) void this.serial(() => this.onBackendEvent(ref, event));
         return;
       }
-      void this.prepare(ref, event).then((prepared) => {
+      void prepareResult(this.results, ref, event).then((prepared) => {
         if (!this.stopped) void this.serial(() => this.applyResult(ref, prepared));
       });
     });
@@ -156,21 +166,16 @@ export class Reconciler {
   /** Asks for a pass soon; many kicks before it runs make one pass. */
   kick(): void {
     this.capacityFull = false;
-    if (this.options.health && !this.options.health.up) {
-      this.waitingForDatabase = true;
-      return;
-    }
-    if (this.passPending || this.stopped) return;
-    this.passPending = true;
-    void this.serial(async () => {
-      this.passPending = false;
-      // Cleared before the read: a cancel asked while it runs asks for another pass.
-      const checkCancels = this.cancelsAsked;
-      const sweep = this.sweepDue;
-      this.cancelsAsked = false;
-      this.sweepDue = false;
-      await this.reconcileOnce({ checkCancels, sweep });
-    });
+    this.passes.kick();
+  }
+
+  private async pass(): Promise<void> {
+    // Cleared before the read: a cancel asked while it runs asks for another pass.
+    const checkCancels = this.cancelsAsked;
+    const sweep = this.sweepDue;
+    this.cancelsAsked = false;
+    this.sweepDue = false;
+    await this.reconcileOnce({ checkCancels, sweep });
   }
 
   /**
@@ -187,17 +192,18 @@ export class Reconciler {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.stopWaitingForUp?.();
-    await this.queue;
-    await Promise.all([this.stepStates.flush(), ...this.jobDeletions]);
+    await this.passes.stop();
+    await this.section.idle();
+    await Promise.all([this.stepStates.flush(), this.act.idle()]);
   }
 
+  /** Runs a runner event's work (or a cancel) between the passes. */
   private serial(work: () => Promise<void>): Promise<void> {
-    const next = this.queue.then(work).catch((err: unknown) => {
-      if (this.options.health?.failed(err)) this.waitingForDatabase = true;
+    return this.section.run(work).catch((err: unknown) => {
+      // For want of the database: a kick now waits for it, and the pass after it sweeps.
+      if (this.options.health?.failed(err)) this.kick();
       else this.options.logger.error({ err }, 'reconcile step failed; the next pass retries');
     });
-    this.queue = next;
-    return next;
   }
 
   /** Stops a command's Job and fails it (cluster mode: its FfmpegCommand was deleted). */
@@ -205,71 +211,60 @@ export class Reconciler {
     return this.serial(async () => {
       const command = await this.options.commands.findById(commandId);
       if (!command || (command.status !== CommandStatus.QUEUED && command.status !== CommandStatus.PROCESSING)) return;
-      await this.stopCancelled(command, message);
+      await this.reconcileCommand(command, { cancel: message });
     });
   }
 
   /**
-   * One pass. `checkCancels: false` skips looking for cancels (none was asked since the last look).
-   * `sweep: false` skips what only the resync needs to look at: every active command's FfmpegCommand
-   * (a pass makes sure only of those it starts; the watch reports deletions at once), and commands over a
-   * plan lowered since they were submitted. Passes asked for by events then cost a few small reads,
-   * however long the queue.
+   * One pass: what the database says against the jobs that exist, each command brought in line by
+   * reconcileCommand. The pass reads in batches (every cancelled command in one query, the Jobs in one
+   * listing, the queue's admissible head in one query) and admits queued commands together, as they
+   * share the capacity. `checkCancels: false` skips looking for cancels (none was asked since the last
+   * look). `sweep: false` skips what only the resync needs to look at: every active command's
+   * FfmpegCommand (a pass makes sure only of those it starts; the watch reports deletions at once),
+   * steps waiting in the cluster's queue, commands larger than every node, and commands over a plan
+   * lowered since they were submitted. Passes asked for by events then cost a few small reads, however
+   * long the queue.
    */
   async reconcileOnce(o: { checkCancels: boolean; sweep: boolean } = { checkCancels: true, sweep: true }): Promise<void> {
+    const { commands, backend } = this.options;
     // Cancels asked through the API come first: what they free is free for this very pass.
-    if (o.checkCancels) {
-      for (const command of await this.options.commands.cancelRequested()) await this.stopCancelled(command, 'cancelled through the API');
-    }
+    for (const command of o.checkCancels ? await commands.cancelRequested() : [])
+      await this.reconcileCommand(command, { cancel: 'cancelled through the API' });
     // Cluster mode: the commands whose FfmpegCommand this pass made sure of. Any other is made sure of
     // before it starts: without its resource, its Job would have no owner.
     const ensured = new Set<string>();
     if (this.options.ensureResource && o.sweep) {
-      for (const command of await this.options.commands.active()) {
-        const state = await this.options.ensureResource(command);
-        if (state === 'deleted') await this.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
-        else ensured.add(command.id);
+      for (const command of await commands.active()) {
+        const resource = await this.options.ensureResource(command);
+        if (resource !== 'deleted') ensured.add(command.id);
+        await this.reconcileCommand(command, { resource });
       }
     }
-    const jobs = await this.options.backend.listJobNames();
-    // Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
-    for (const command of this.options.backend.queuesInCluster && o.sweep ? await this.options.commands.inClusterQueueNow() : []) {
-      if (jobs.has(jobName(command.id, command.currentStep, command.attempt))) continue;
-      const row = await this.options.commands.findById(command.id);
-      if (row?.inClusterQueue) await this.startStep(row);
-    }
-    // A command larger than every node fails at once, whatever waits before it in the queue.
-    const fitting = o.sweep ? (this.options.backend.maxStepVcpus?.() ?? null) : null;
-    for (const command of fitting === null ? [] : await this.options.commands.queuedAbove(fitting)) {
-      await this.fail(
-        command,
-        ErrorStatus.UNSCHEDULABLE,
-        this.options.backend.unfit?.({ vcpus: command.vcpuCount }) ?? `vcpu_count ${command.vcpuCount} is more than any node has`,
-      );
-    }
-    let running = await this.options.commands.processing();
-    const lost = running.filter((command) => !jobs.has(jobName(command.id, command.currentStep, command.attempt)));
-    for (const command of lost) await this.recoverLostJob(command);
-    if (lost.length > 0) running = await this.options.commands.processing();
-    const capacity = this.options.backend.capacityVcpus;
-    const gate = this.options.backend.releaseGate;
+    const jobs = await backend.listJobNames();
+    const jobExists = (c: ActiveCommand) => jobs.has(jobName(c.id, c.currentStep, c.attempt));
+    for (const command of backend.queuesInCluster && o.sweep ? await commands.inClusterQueueNow() : [])
+      await this.reconcileCommand(command, { jobExists: jobExists(command) });
+    const largestStepVcpus = (o.sweep ? backend.maxStepVcpus?.() : null) ?? null;
+    if (largestStepVcpus !== null)
+      for (const command of await commands.queuedAbove(largestStepVcpus)) await this.reconcileCommand(command, { largestStepVcpus });
+    let running = await commands.processing();
+    const lost = running.filter((command) => !jobExists(command));
+    for (const command of lost) await this.reconcileCommand(command, { jobExists: false });
+    if (lost.length > 0) running = await commands.processing();
+    const capacity = backend.capacityVcpus;
+    const gate = backend.releaseGate;
     // While the shared capacity is taken (or the cluster shows no room) nothing can start: a pass then
     // costs one small read, however long the queue.
     const releasable = gate ? gate.releasable() : Infinity;
     this.capacityFull = (capacity !== null && capacityTaken(running, capacity)) || releasable <= 0;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const command of o.sweep ? await this.options.commands.overPlan() : []) {
-      await this.fail(
-        { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
-        ErrorStatus.PLAN_LIMIT_EXCEEDED,
-        vcpusOverPlanNow(command.vcpuCount, command.planMaxVcpus),
-      );
-    }
+    for (const command of o.sweep ? await commands.overPlan() : []) await this.reconcileCommand(command, {});
     // The database prefilters the queue by each account's plan; every candidate uses at least one
     // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
     const limit = capacity === null ? Math.min(UNLIMITED_PASS_SIZE, releasable) : capacity + 1;
-    const candidates = await this.options.commands.admissible(limit);
+    const candidates = await commands.admissible(limit);
     if (candidates.length === 0) return;
     const admitted =
       capacity === null && gate?.maxVcpus != null
@@ -282,82 +277,83 @@ export class Reconciler {
         : admitToCapacity(running, candidates, capacity);
     for (const id of admitted) {
       const candidate = candidates.find((c) => c.id === id)!;
-      if (this.options.ensureResource && !ensured.has(id) && (await this.options.ensureResource(candidate)) === 'deleted') {
-        // The sweep stops it, as it stops every command whose resource was deleted.
-        this.sweepDue = true;
-        this.kick();
-        continue;
-      }
-      if (this.options.backend.queuesInCluster) {
-        // Kueue mode: its Job is made suspended and Kueue releases it; the command stays QUEUED till then.
-        const handed = await this.options.commands.queueInCluster(id);
-        if (!handed) continue;
-        this.log(handed).info({ vcpu_count: handed.vcpuCount }, 'command handed to the cluster queue');
-        await this.startStep(handed, candidate.plan);
-        continue;
-      }
-      // The pass reads light rows; the started command's row has its steps and outputs.
-      const startedAt = this.clock();
-      const command = await this.options.commands.startQueued(id, { processingStage: ProcessingStage.DOWNLOADING }, startedAt);
-      if (!command) continue;
-      this.options.onCommandChanged?.(command.id);
-      this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
-      this.options.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
-      await this.startStep(command, candidate.plan);
+      await this.reconcileCommand(candidate, { admitted: true, resourceEnsured: ensured.has(id) });
     }
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit && admitted.length === limit) this.kick();
   }
 
-  /** The job of a PROCESSING command is gone (the process restarted): run the step again, or give up. */
-  private async recoverLostJob(command: ActiveCommand): Promise<void> {
-    await this.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
+  /**
+   * Every rule for one command, in the manner of a controller's Reconcile: from its row and what was
+   * seen of it (`seen`, read by the pass in batches or brought by its Job's event), decide and act.
+   * Idempotent: it runs in the serialised section on rows read there, and what it does moves the row
+   * on, so seeing the same again (the next pass, a restart) finds nothing left to do. The pass calls
+   * it with light rows: an active
+   * command's (status, step, attempt) or a queued one's as the queue's reads see it (with its plan's
+   * limit now).
+   */
+  async reconcileCommand(command: ActiveCommand | QueuedCommand, seen: Seen): Promise<void> {
+    if (!isActive(command)) {
+      // A plan lowered after submission: it can never fit, and would block its account forever.
+      if (!VCPUS.allows(command.vcpuCount, command.planMaxVcpus)) {
+        await this.act.fail(
+          { id: command.id, ffmpegSeconds: 0, processedBytes: 0 },
+          ErrorStatus.PLAN_LIMIT_EXCEEDED,
+          vcpusOverPlanNow(command.vcpuCount, command.planMaxVcpus),
+        );
+        return;
+      }
+      // Admission chose it: it starts (Kueue mode: its Job waits in the cluster's queue).
+      if (seen.admitted) await this.admit(command, seen.resourceEnsured ?? false);
+      return;
+    }
+    // Stopped by its user: its job is deleted and it fails CANCELLED; outputs of finished steps stay.
+    if (seen.cancel !== undefined) return this.act.stopCancelled(command, seen.cancel);
+    if (seen.resource === 'deleted')
+      return this.act.stopCancelled(command, 'its FfmpegCommand resource was deleted; the command was stopped');
+    if (command.status === CommandStatus.PROCESSING) {
+      // Its step ended: the command succeeds, goes on to its chain's next step, or fails.
+      if (seen.stepEnded) return this.act.stepEnded(seen.stepEnded);
+      // Its step's job is gone (the process restarted), or its pod was lost with its node: the step runs
+      // again as a new attempt, or after maxAttempts the command fails INTERRUPTED.
+      if (seen.jobExists === false) return this.act.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
+      if (seen.podLost !== undefined) return this.act.runStepAgain(command, seen.podLost);
+      return; // it runs: its deadline is its Job's (CommandActions.startStep)
+    }
+    // QUEUED. Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
+    if (command.inClusterQueue) {
+      if (seen.jobExists !== false) return;
+      const row = await this.options.commands.findById(command.id);
+      if (row?.inClusterQueue) await this.act.startStep(row);
+      return;
+    }
+    // Larger than every node: it fails at once, whatever waits before it in the queue.
+    if (seen.largestStepVcpus !== undefined && command.vcpuCount > seen.largestStepVcpus) {
+      await this.act.fail(
+        command,
+        ErrorStatus.UNSCHEDULABLE,
+        this.options.backend.unfit?.({ vcpus: command.vcpuCount }) ?? `vcpu_count ${command.vcpuCount} is more than any node has`,
+      );
+    }
+  }
+
+  /** Starts an admitted command, once its FfmpegCommand is made sure of (cluster mode). */
+  private async admit(candidate: QueuedCommand, resourceEnsured: boolean): Promise<void> {
+    if (this.options.ensureResource && !resourceEnsured && (await this.options.ensureResource(candidate)) === 'deleted') {
+      // The sweep stops it, as it stops every command whose resource was deleted.
+      this.sweepDue = true;
+      this.kick();
+      return;
+    }
+    await this.act.start(candidate);
   }
 
   /** The backend lost the step's pod (its node died or was drained): run the step again, or give up. */
   private async retryLost(ref: JobRef, reason: string): Promise<void> {
     const command = await this.options.commands.findById(ref.commandId);
     if (!runsStep(command, ref)) return;
-    await this.runStepAgain(command, reason);
-    this.deleteFinishedJob(ref.name);
-  }
-
-  /**
-   * Runs a lost step again as its next attempt, with the command's record unchanged but for its stage;
-   * after maxAttempts starts of the step the command fails INTERRUPTED instead. ffmpeg's own failures
-   * never come here: they are results.
-   */
-  private async runStepAgain(
-    command: Pick<CommandRow, 'id' | 'currentStep' | 'attempt' | 'stepRetries' | 'ffmpegSeconds' | 'processedBytes'>,
-    reason: string,
-  ): Promise<void> {
-    const maxAttempts = this.options.maxAttempts ?? 3;
-    const started = command.stepRetries + 1;
-    if (started >= maxAttempts) {
-      await this.fail(
-        command,
-        ErrorStatus.INTERRUPTED,
-        `step ${command.currentStep + 1} was started ${started} times and lost each time; it was not tried again (last: ${reason})`,
-      );
-      return;
-    }
-    const attempt = command.attempt + 1;
-    this.log(command).warn({ step: command.currentStep, attempt, reason }, 'step lost, running it again');
-    this.options.onCommandEvent?.(command.id, {
-      reason: 'StepRetried',
-      message: `step ${command.currentStep + 1} runs again as attempt ${attempt}: ${reason}`,
-      warning: true,
-    });
-    await this.options.commands.update(command.id, {
-      attempt,
-      stepRetries: command.stepRetries + 1,
-      processingStage: ProcessingStage.DOWNLOADING,
-      progress: null,
-      // Kueue mode: the new attempt's Job waits in the cluster's queue again.
-      ...(this.options.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
-    });
-    const row = await this.options.commands.findById(command.id);
-    if (row) await this.startStep(row);
+    await this.reconcileCommand(command, { podLost: reason });
+    this.act.deleteFinishedJob(ref.name);
   }
 
   private async onBackendEvent(ref: JobRef, event: BackendEvent): Promise<void> {
@@ -394,102 +390,10 @@ export class Reconciler {
   /** A released step's pod finds no room: back to the queue, at its place, with no job and so no deadline running. */
   private async requeue(ref: JobRef, reason: string): Promise<void> {
     if (!(await this.options.commands.requeue(ref, reason))) return;
-    this.deleteFinishedJob(ref.name);
+    this.act.deleteFinishedJob(ref.name);
     this.log({ id: ref.commandId }).warn({ step: ref.step, attempt: ref.attempt, reason }, 'step sent back to the queue');
     this.options.onCommandEvent?.(ref.commandId, { reason: 'Requeued', message: `back in the queue: ${reason}`, warning: true });
     this.options.onCommandChanged?.(ref.commandId);
-  }
-
-  private async startStep(command: CommandRow, plan?: string): Promise<void> {
-    const ref: JobRef = {
-      name: jobName(command.id, command.currentStep, command.attempt),
-      commandId: command.id,
-      step: command.currentStep,
-      attempt: command.attempt,
-    };
-    try {
-      const spec = await buildStepSpec(command, command.currentStep, this.options.storage, this.options.limits);
-      const request = {
-        ref,
-        spec,
-        vcpus: command.vcpuCount,
-        deadlineSeconds: stepDeadlineSeconds(command, this.options.limits),
-        accountId: command.accountId,
-        // Kueue mode picks the Job's priority class by plan; a later step reads it again.
-        plan:
-          plan ??
-          (this.options.backend.queuesInCluster ? ((await this.options.commands.planOf(command.accountId)) ?? undefined) : undefined),
-        knownInputBytes: command.currentStep > 0 ? await this.earlierOutputBytes(command) : 0,
-      };
-      // Waiting for a node larger than any there is would only end at the deadline.
-      const unfit = this.options.backend.unfit?.(request) ?? null;
-      if (unfit) {
-        await this.fail(command, ErrorStatus.UNSCHEDULABLE, unfit);
-        return;
-      }
-      await this.options.backend.ensureJob(request);
-    } catch (err) {
-      // An outage is not the command's failure: without its job, a pass after it runs the step as a lost one.
-      if (isDatabaseUnavailable(err)) throw err;
-      await this.fail(command, ErrorStatus.INTERNAL_ERROR, `could not start step ${command.currentStep + 1}: ${(err as Error).message}`);
-    }
-  }
-
-  /** Bytes of the files earlier steps stored: what a later step's inputs can be at most. */
-  private async earlierOutputBytes(command: CommandRow): Promise<number> {
-    return (await this.options.commands.outputFiles(command.id)).reduce((sum, f) => sum + (f.sizeBytes ?? 0), 0);
-  }
-
-  /**
-   * The result's command, read once (null when the result is late: the command ended or moved on), and
-   * for a success what went wrong unpacking its playlist outputs, if anything.
-   */
-  private async prepare(ref: JobRef, reported: ResultEvent): Promise<PreparedResult> {
-    let command: CommandRow | null;
-    try {
-      command = await this.options.commands.findById(ref.commandId);
-    } catch (err) {
-      return { event: reported, command: null, problem: null, readError: err as Error };
-    }
-    if (!runsStep(command, ref)) return { event: reported, command: null, problem: null, readError: null };
-    // A runner's result is checked like user input (a hostile command may post its own in cluster mode).
-    const event = checkedResult(reported, command, ref.step, this.options.limits);
-    if (event !== reported) this.log(command).warn({ step: ref.step, error_message: event.ok ? '' : event.errorMessage }, 'result refused');
-    if (!event.ok) return { event, command, problem: null, readError: null };
-    try {
-      return { event, command, problem: await this.unpackPlaylists(command, event.outputs), readError: null };
-    } catch (err) {
-      return { event, command, problem: `could not store the outputs: ${(err as Error).message}`, readError: null };
-    }
-  }
-
-  /** Copies the files of the result's playlist outputs into storage; what went wrong, if anything. */
-  private async unpackPlaylists(command: CommandRow, outputs: { alias: string }[]): Promise<string | null> {
-    for (const o of outputs) {
-      const declared = command.outputs.find((d) => d.alias === o.alias);
-      if (declared?.kind !== 'playlist') continue;
-      const key = objectKey({
-        isPrivate: command.isPrivate,
-        accountId: command.accountId,
-        fileId: declared.fileId,
-        fileName: declared.fileName,
-      });
-      try {
-        await unpackPlaylist(
-          this.options.storage,
-          playlistStagingKey(command.accountId, declared.fileId),
-          key.slice(0, key.lastIndexOf('/') + 1),
-          this.options.workDir,
-        );
-      } catch (err) {
-        return `could not store the playlist ${o.alias}: ${(err as Error).message}`;
-      }
-    }
-    return null;
-  }
-
-  private async stillRunning(ref: JobRef): Promise<boolean> {
-    return runsStep(await this.options.commands.findById(ref.commandId), ref);
   }
 
   private async applyResult(ref: JobRef, prepared: PreparedResult): Promise<void> {
@@ -499,151 +403,13 @@ export class Reconciler {
     try {
       if (prepared.readError) throw prepared.readError;
       // A late result (an earlier attempt's, or of a command that ended) changes nothing.
-      if (prepared.command) await this.recordResult(ref, prepared.command, prepared.event, prepared.problem);
+      if (prepared.command)
+        await this.reconcileCommand(prepared.command, {
+          stepEnded: { ref, command: prepared.command, event: prepared.event, problem: prepared.problem },
+        });
     } finally {
-      this.deleteFinishedJob(ref.name);
+      this.act.deleteFinishedJob(ref.name);
     }
-  }
-
-  /**
-   * Outside the serialised section: the pass this result asked for (a vCPU is free) does not wait for
-   * the deletion (in cluster mode a request to the API server, tens of milliseconds under load).
-   */
-  private deleteFinishedJob(name: string): void {
-    const deletion = this.options.backend
-      .deleteJob(name)
-      .catch((err: unknown) => this.options.logger.warn({ err, job: name }, 'could not delete a finished job'))
-      .finally(() => this.jobDeletions.delete(deletion));
-    this.jobDeletions.add(deletion);
-  }
-
-  /** `command` was read before the serialised section: a success is stored only if its step still runs. */
-  private async recordResult(
-    ref: JobRef,
-    command: CommandRow,
-    event: Extract<RunnerEvent, { type: 'result' }>,
-    problem: string | null,
-  ): Promise<void> {
-    const ffmpegSeconds = command.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
-    // A failure is stored without a condition: the command is read again here, where nothing else
-    // changes it, in case it was cancelled since (failures are rare; successes skip this read).
-    if (!event.ok) {
-      if (await this.stillRunning(ref)) {
-        await this.fail(
-          { ...command, ffmpegSeconds, processedBytes: command.processedBytes + event.inputBytes },
-          event.errorStatus,
-          event.errorMessage,
-        );
-      }
-      return;
-    }
-    const outputBytes = event.outputs.reduce((sum, o) => sum + o.size, 0);
-    const processedBytes = command.processedBytes + event.inputBytes + outputBytes;
-    if (problem) {
-      if (await this.stillRunning(ref))
-        await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
-      return;
-    }
-    const files: NewFileRow[] = event.outputs.map((o) => {
-      const declared = command.outputs.find((d) => d.alias === o.alias)!;
-      return {
-        id: declared.fileId,
-        accountId: command.accountId,
-        environmentName: command.environmentName,
-        commandId: command.id,
-        alias: o.alias,
-        serviceStoreType: StoreType.OUTPUT,
-        status: FileStatus.STORED,
-        storageKey: objectKey({
-          isPrivate: command.isPrivate,
-          accountId: command.accountId,
-          fileId: declared.fileId,
-          fileName: declared.fileName,
-        }),
-        fileName: declared.fileName,
-        originalFileUrl: declared.fileName,
-        isPrivate: command.isPrivate,
-        sizeBytes: o.size,
-        fileCount: o.fileCount ?? 1,
-        sizeCompressedBytes: o.compressedSize ?? null,
-        media: o.media,
-      };
-    });
-    const lastStep = command.currentStep >= command.steps.length - 1;
-    if (lastStep) {
-      const stored = await this.options.commands.completeStep(ref, files, {
-        status: CommandStatus.SUCCESS,
-        processingStage: null,
-        progress: null,
-        finishedAt: this.clock(),
-        ffmpegSeconds,
-        processedBytes,
-      });
-      if (!stored) return;
-      this.options.onCommandChanged?.(command.id);
-      this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
-      this.kick(); // its vCPUs are free for the next queued command (of its account's plan, and of the capacity)
-      await this.recordEnd(command, CommandStatus.SUCCESS, null, ffmpegSeconds);
-      return;
-    }
-    const next = {
-      currentStep: command.currentStep + 1,
-      attempt: 1,
-      ffmpegSeconds,
-      processedBytes,
-      processingStage: ProcessingStage.DOWNLOADING,
-      progress: null, // the next step's ffmpeg has not reported yet
-      // Kueue mode: the next step's Job waits in the cluster's queue like the first did.
-      ...(this.options.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
-    };
-    if (!(await this.options.commands.completeStep(ref, files, next))) return;
-    this.options.onCommandChanged?.(command.id);
-    this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
-    await this.startStep({ ...command, ...next });
-  }
-
-  private async fail(
-    command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'> & Partial<Pick<CommandRow, 'createdAt'>>,
-    errorStatus: ErrorStatus,
-    errorMessage: string,
-  ): Promise<void> {
-    await this.options.commands.update(command.id, {
-      status: CommandStatus.FAILED,
-      errorStatus,
-      errorMessage,
-      progress: null,
-      finishedAt: this.clock(),
-      ffmpegSeconds: command.ffmpegSeconds,
-      processedBytes: command.processedBytes,
-    });
-    this.options.onCommandChanged?.(command.id);
-    this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
-    this.kick();
-    await this.recordEnd(command, CommandStatus.FAILED, errorStatus, command.ffmpegSeconds);
-  }
-
-  /** Metrics of an ended command. Light rows (ActiveCommand) have no createdAt: it is read then. */
-  private async recordEnd(
-    command: Pick<CommandRow, 'id'> & Partial<Pick<CommandRow, 'createdAt'>>,
-    status: typeof CommandStatus.SUCCESS | typeof CommandStatus.FAILED,
-    errorStatus: ErrorStatus | null,
-    ffmpegSeconds: number,
-  ): Promise<void> {
-    const metrics = this.options.metrics;
-    if (!metrics) return;
-    try {
-      const createdAt = command.createdAt ?? (await this.options.commands.findById(command.id))?.createdAt;
-      metrics.commandEnded(status, errorStatus, ffmpegSeconds, createdAt ? secondsSince(createdAt, this.clock()) : 0);
-    } catch (err) {
-      this.log(command).warn({ err }, 'could not record the metrics of the ended command');
-    }
-  }
-
-  /** Stops a command's job if one runs, and fails the command CANCELLED; outputs of finished steps stay. */
-  private async stopCancelled(command: ActiveCommand, message: string): Promise<void> {
-    if (command.status === CommandStatus.PROCESSING || command.inClusterQueue)
-      await this.options.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
-    await this.fail(command, ErrorStatus.CANCELLED, message);
   }
 
   /** A step's stage or progress was stored (see step-state-writes.ts). */
@@ -664,31 +430,28 @@ export class Reconciler {
   }
 }
 
-/** A result's command as read before the serialised section (see Reconciler.prepare). */
-interface PreparedResult {
-  /** The result as reported, or a failure in its place when it was refused. */
-  event: ResultEvent;
-  command: CommandRow | null;
-  problem: string | null;
-  readError: Error | null;
-}
-
-type ResultEvent = Extract<RunnerEvent, { type: 'result' }>;
-
 const STAGES = new Set<string>(Object.values(ProcessingStage));
 
-/** The result if it is well formed and could be true of the step; otherwise a failure that says why. */
-export function checkedResult(reported: ResultEvent, command: CommandRow, step: number, limits: RunLimits): ResultEvent {
-  const parsed = parseRunnerEvent(reported);
-  const problem = parsed.ok ? resultProblem(parsed.event as ResultEvent, stepBounds(command, step, limits)) : parsed.problem;
-  return problem === null ? reported : refusedResult(problem);
+/** What was seen of a command beyond its row (see reconcileCommand); a fact left out was not looked at. */
+export interface Seen {
+  /** Why it is to stop: a cancel asked through the API, or (cluster mode) its FfmpegCommand deleted. */
+  cancel?: string;
+  /** Cluster mode: its FfmpegCommand, as the sweep made sure of it ('deleted': its user deleted it). */
+  resource?: 'present' | 'created' | 'deleted';
+  /** Whether the Job of its current step and attempt exists. */
+  jobExists?: boolean;
+  /** The most vCPUs a step can have on any node. */
+  largestStepVcpus?: number;
+  /** Admission chose it to start now; resourceEnsured: this pass made sure of its FfmpegCommand. */
+  admitted?: boolean;
+  resourceEnsured?: boolean;
+  /** Its step's result, prepared before the serialised section (see reconcile/step-results.ts). */
+  stepEnded?: StepEnded;
+  /** The backend lost its step's pod (its node died or was drained): why. */
+  podLost?: string;
 }
 
-/** The command is PROCESSING the step and attempt of this Job. */
-function runsStep(command: CommandRow | null, ref: JobRef): command is CommandRow {
-  return command?.status === CommandStatus.PROCESSING && jobName(command.id, command.currentStep, command.attempt) === ref.name;
-}
-
-function secondsSince(from: Date, to: Date): number {
-  return (to.getTime() - from.getTime()) / 1000;
+/** A row of the active commands' reads (status, step, attempt), not of the queue's (plan's limit). */
+function isActive(command: ActiveCommand | QueuedCommand): command is ActiveCommand {
+  return 'status' in command;
 }

@@ -70,7 +70,7 @@ describe('cluster queueing on two real nodes', () => {
     const logs = await svc?.kubectl(['logs', `deploy/${OPERATOR_DEPLOYMENT}`, '--tail=2000']).catch(() => null);
     for (const line of (logs?.stdout ?? '')
       .split('\n')
-      .filter((l) => /watch|node|requeue|sent back|UNSCHEDULABLE|reconcile step failed/i.test(l))
+      .filter((l) => /watch|node|requeue|sent back|UNSCHEDULABLE|reconcile (step|pass) failed/i.test(l))
       .slice(-40))
       console.log(`# operator: ${line.slice(0, 400)}`);
     await svc?.close();
