@@ -61,7 +61,7 @@ FROM debian:bookworm-slim AS base
 # replaces the package version, and a pinned one would stop resolving. usr-is-merged keeps usrmerge
 # (and perl) out. Mesa's OpenGL drivers (and LLVM, ~160 MB) come in through libGL, which ffmpeg links
 # but never uses without a display: removed (--force-depends: nothing else needs them). Named users
-# for the numeric ids the two images run as. A small common set of fonts (README "Fonts").
+# for the numeric ids the two images run as. A small common set of fonts (docs/api.md, "Fonts").
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ffmpeg bubblewrap ca-certificates usr-is-merged \

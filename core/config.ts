@@ -1,4 +1,4 @@
-// Settings come from environment variables (all optional); the README lists them.
+// Settings come from environment variables (all optional); docs/settings.md lists them.
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_MEMORY_BYTES } from './confine/limits.ts';

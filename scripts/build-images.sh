@@ -96,7 +96,7 @@ mapfile -t source_lines <<<"$sources"
 #   libGL but loads a driver only when it makes an OpenGL context, which it never does here, so they
 #   are removed (--force-depends: nothing else needs them).
 # - Named users for the numeric ids the images run as (tools that look the user up find one).
-# - A small common set of fonts (DejaVu, Liberation, Open Sans; README "Fonts"), as
+# - A small common set of fonts (DejaVu, Liberation, Open Sans; docs/api.md "Fonts"), as
 #   scripts/ensure-system-deps.sh installs them: commands name them by family or by path.
 packages=ffmpeg,bubblewrap,ca-certificates,usr-is-merged,fonts-dejavu-core,fonts-liberation2,fonts-open-sans
 # shellcheck disable=SC2016  # "$1" is expanded by mmdebstrap's hook shell

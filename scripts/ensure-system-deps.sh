@@ -12,7 +12,7 @@ command -v prlimit >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || need
 # python3) to compile the seccomp filter.
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 /usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1 || need+=(python3-seccomp)
-# A small common set of fonts, as the images hold (README: "Fonts"): drawtext, subtitles and ASS find
+# A small common set of fonts, as the images hold (docs/api.md, "Fonts"): drawtext, subtitles and ASS find
 # them by family through fontconfig, or by path under /usr/share/fonts.
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 [ -f /usr/share/fonts/truetype/liberation2/LiberationSans-Regular.ttf ] || need+=(fonts-liberation2)

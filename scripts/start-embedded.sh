@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts ffmpeg-operator in embedded mode, installing what it needs first (ffmpeg from Debian's
 # packages when missing, bubblewrap and python3-seccomp to confine it, npm packages from the lock
-# file), and runs it compiled to JavaScript (scripts/build.sh). Settings: see README.md.
+# file), and runs it compiled to JavaScript (scripts/build.sh). Settings: see docs/settings.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-system-deps.sh

@@ -95,8 +95,8 @@ const common = {
   is_private: v.optional(jsonBool(), false),
 };
 
-// JSON Schema cannot state the command-line rules (README: "What is refused at submit, and what is
-// left to ffmpeg"): the description points there, and a 422 at this field is about them.
+// JSON Schema cannot state the command-line rules (docs/api.md: "What is refused at submit, and what
+// is left to ffmpeg"): the description points there, and a 422 at this field is about them.
 const COMMAND_LINE =
   'ffmpeg arguments without the leading `ffmpeg`; {{alias}} placeholders stand for the declared files. ' +
   'Refused with a 422 at this field (nothing is stored): what the request gets wrong or what the service never allows, ' +

@@ -1,4 +1,4 @@
-// Every error status a command (or stored file) can end with. The README and the OpenAPI document
+// Every error status a command (or stored file) can end with. docs/api.md and the OpenAPI document
 // list these same values; keep the three in step.
 export const ErrorStatus = {
   /** An input URL could not be fetched: DNS failure, refused connection, HTTP error status, timeout. */

@@ -1,4 +1,4 @@
-// The shapes of the API's answers that the dashboard reads (see shared/spec/api-spec.md and the README).
+// The shapes of the API's answers that the dashboard reads (see docs/api.md).
 
 export type CommandStatus = 'QUEUED' | 'PROCESSING' | 'PREPARED_FFMPEG_COMMAND' | 'FAILED' | 'SUCCESS';
 
