@@ -6,24 +6,21 @@
 // reads in batches and calls it; reconcile/command-actions.ts does what a rule decides (start, fail,
 // run a step again, record a step's end); reconcile/step-results.ts makes a runner's result ready.
 import type { Logger } from 'pino';
-import type { ActiveCommand, CommandRow, CommandsRepo, QueuedCommand } from '../commands/commands-repo.ts';
+import type { ActiveCommand, CommandRow, QueuedCommand } from '../commands/commands-repo.ts';
 import { CommandStatus } from '../commands/command-status.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import { ProcessingStage } from '../jobs/step-spec.ts';
-import type { Storage } from '../storage/storage.ts';
 import { admitToCapacity, capacityTaken } from './admission.ts';
-import { jobName, type BackendEvent, type JobBackend, type JobRef } from './job-backend.ts';
-import type { RunLimits } from './step-spec-builder.ts';
+import { jobName, type BackendEvent, type JobRef } from './job-backend.ts';
 import { prepareResult, runsStep, type PreparedResult, type ResultContext } from './reconcile/step-results.ts';
 import { storedProgress } from '../commands/progress.ts';
 import { PerKeyThrottle } from './per-key-throttle.ts';
 import { StepStateWrites, type StepState } from './step-state-writes.ts';
-import type { EngineMetrics } from '../metrics/metrics.ts';
 import type { DatabaseHealth } from '../db/database-health.ts';
 import { VCPUS, vcpusOverPlanNow } from '../accounts/plan-rules.ts';
 import { SerialPasses } from '../background/serial-passes.ts';
 import { SerialSection } from '../background/serial-section.ts';
-import { CommandActions, type StepEnded } from './reconcile/command-actions.ts';
+import { CommandActions, type CommandActionsOptions, type StepEnded } from './reconcile/command-actions.ts';
 
 /** Commands started per pass when the backend has no shared capacity (a cluster's scheduler queues). */
 const UNLIMITED_PASS_SIZE = 200;
@@ -32,25 +29,9 @@ const PROGRESS_MIRROR_MS = 2000;
 /** A step's stage and progress reach its command at most this late (UPLOADING at once): see step-state-writes.ts. */
 const STEP_STATE_DELAY_MS = 250;
 
-export interface ReconcilerOptions {
-  commands: CommandsRepo;
-  backend: JobBackend;
-  storage: Storage;
-  logger: Logger;
-  limits: RunLimits;
+/** What the reconciler needs: what its actions need (reconcile/command-actions.ts), and the following. */
+export interface ReconcilerOptions extends Omit<CommandActionsOptions, 'clock' | 'kick'> {
   clock?: () => Date;
-  /**
-   * Times a step is started before a command whose step keeps being lost is given up (FAILED,
-   * INTERRUPTED): the service restarted under it, or its pod was lost with its node. Steps sent back
-   * to the queue for want of room are not counted.
-   */
-  maxAttempts?: number;
-  /** Scratch space (unpacking playlists). */
-  workDir: string;
-  /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
-  onCommandChanged?: (commandId: string) => void;
-  /** Something a person watching the command should hear of (cluster mode: a Kubernetes Event on its resource). */
-  onCommandEvent?: (commandId: string, event: { reason: string; message: string; warning: boolean }) => void;
   /**
    * Cluster mode: make sure a command has its FfmpegCommand (created when missing; 'deleted' when the
    * user deleted it). Called for every active command at each resync, and for each command a pass starts.
@@ -58,8 +39,6 @@ export interface ReconcilerOptions {
   ensureResource?: (command: Pick<ActiveCommand, 'id' | 'resourceCreatedAt'>) => Promise<'present' | 'created' | 'deleted'>;
   /** Safety-net pass interval; passes also run whenever something changes. */
   resyncMs?: number;
-  /** Prometheus metrics: commands admitted and ended. */
-  metrics?: EngineMetrics;
   /** While the database cannot be reached, passes wait for it (no pass, no log line, every resync). */
   health?: Pick<DatabaseHealth, 'up' | 'failed' | 'whenUp'>;
 }

@@ -9,11 +9,34 @@ import { ProcessingStage } from '../../jobs/step-spec.ts';
 import { isDatabaseUnavailable } from '../../db/unavailable.ts';
 import { jobName, type JobRef } from '../job-backend.ts';
 import { buildStepSpec, stepDeadlineSeconds } from '../step-spec-builder.ts';
-import type { ReconcilerOptions } from '../reconciler.ts';
+import type { CommandsRepo } from '../../commands/commands-repo.ts';
+import type { Storage } from '../../storage/storage.ts';
+import type { JobBackend } from '../job-backend.ts';
+import type { RunLimits } from '../step-spec-builder.ts';
+import type { EngineMetrics } from '../../metrics/metrics.ts';
 import { outputFileRows, runsStep, type ResultEvent } from './step-results.ts';
 
-export interface CommandActionsOptions extends Omit<ReconcilerOptions, 'ensureResource' | 'resyncMs' | 'health' | 'clock'> {
+export interface CommandActionsOptions {
+  commands: CommandsRepo;
+  backend: JobBackend;
+  storage: Storage;
+  logger: Logger;
+  limits: RunLimits;
   clock: () => Date;
+  /**
+   * Times a step is started before a command whose step keeps being lost is given up (FAILED,
+   * INTERRUPTED): the service restarted under it, or its pod was lost with its node. Steps sent back
+   * to the queue for want of room are not counted.
+   */
+  maxAttempts?: number;
+  /** Scratch space (unpacking playlists). */
+  workDir: string;
+  /** Called after every change of a command's state (cluster mode mirrors it into the resource). */
+  onCommandChanged?: (commandId: string) => void;
+  /** Something a person watching the command should hear of (cluster mode: a Kubernetes Event on its resource). */
+  onCommandEvent?: (commandId: string, event: { reason: string; message: string; warning: boolean }) => void;
+  /** Prometheus metrics: commands admitted and ended. */
+  metrics?: EngineMetrics;
   /** Asks for a pass: a command ended or moved on, and what it held is free. */
   kick: () => void;
 }
