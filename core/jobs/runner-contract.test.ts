@@ -81,3 +81,30 @@ test('the runner entry point exists and node starts it from the sources through 
   assert.equal(args.at(-1), RUNNER_MAIN);
   assert.equal(args[0], '--import');
 });
+
+test('the names are the ones the images and older runners use, in the order of a Job env', () => {
+  // The Dockerfile and scripts/build-images.sh set some of these by name, and a Job applied again must
+  // keep its pod template: a rename or a reorder here is a change of the contract, not a refactor.
+  assert.deepEqual(Object.values(RUNNER_ENV), [
+    'FFOP_STEP_SPEC',
+    'FFOP_REPORT_URL',
+    'FFOP_REPORT_TOKEN',
+    'FFOP_JOB_NAME',
+    'FFOP_WORK_ROOT',
+    'FFOP_MAX_OUTPUT_FILE_BYTES',
+    'FFOP_MAX_OUTPUT_FILES',
+    'FFOP_MAX_MEMORY_BYTES',
+    'FFOP_POD_MEMORY_LIMIT',
+    'FFOP_RUNNER_CONFINEMENT',
+    'FFOP_ATTEMPT',
+    'FFOP_STORAGE_HANDOFF_DIR',
+    'FFOP_UNSAFE_NO_CONFINEMENT',
+    'FFOP_CONFINEMENT_CHECKED',
+    'FFOP_SECCOMP_PROGRAM',
+    'FFOP_SANDBOX_PROC',
+    'FFOP_SANDBOX_UID',
+    'FFOP_BWRAP_PATH',
+    'FFMPEG_PATH',
+    'FFPROBE_PATH',
+  ]);
+});

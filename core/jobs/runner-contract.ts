@@ -113,7 +113,9 @@ export function readRunnerEnv(env: Env): RunnerEnv {
   const spec = env[RUNNER_ENV.spec];
   const confinement = env[RUNNER_ENV.confinement];
   const uid = env[RUNNER_ENV.sandboxUid];
-  return {
+  // Every setting has its reader here (satisfies: a setting added to RunnerSettings without one fails
+  // to compile).
+  const read = {
     spec: spec === undefined ? undefined : (JSON.parse(spec) as StepSpec),
     reportUrl: text('reportUrl'),
     reportToken: env[RUNNER_ENV.reportToken] ?? '',
@@ -135,7 +137,8 @@ export function readRunnerEnv(env: Env): RunnerEnv {
     bwrapPath: text('bwrapPath'),
     ffmpegPath: env[RUNNER_ENV.ffmpegPath],
     ffprobePath: env[RUNNER_ENV.ffprobePath],
-  };
+  } satisfies RunnerEnv & Record<keyof RunnerSettings, unknown>;
+  return read;
 }
 
 // Compiled (dist/), the runner is compiled too and starts with plain node; from the sources (tests,

@@ -59,6 +59,20 @@ test('a stored command: its FfmpegCommand is created from the row, then the row 
   assert.ok(commands.stamps[0].at instanceof Date && commands.stamps[0].at.getTime() >= before);
 });
 
+test('the new uid is told before the row is stamped, and even when the stamp fails', async () => {
+  const heard: { uid: string; stampsThen: number }[] = [];
+  const commands = repo(row);
+  const failingStamp = { ...commands, update: () => Promise.reject(new Error('database down')) };
+  const server = apiServer(() => Promise.resolve({ metadata: { uid: 'uid-2' } }));
+  await createCommandResource(server.api, 'ns', commands, 'cmd-1', (uid) => heard.push({ uid, stampsThen: commands.stamps.length }));
+  assert.deepEqual(heard, [{ uid: 'uid-2', stampsThen: 0 }]);
+  await assert.rejects(
+    createCommandResource(server.api, 'ns', failingStamp, 'cmd-1', (uid) => heard.push({ uid, stampsThen: -1 })),
+    /database down/,
+  );
+  assert.deepEqual(heard[1], { uid: 'uid-2', stampsThen: -1 });
+});
+
 test('a resource that exists already: no uid, and the row is stamped all the same', async () => {
   const commands = repo(row);
   const server = apiServer(() => Promise.reject(Object.assign(new Error('AlreadyExists'), { code: 409 })));

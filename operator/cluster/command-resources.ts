@@ -115,9 +115,11 @@ export class CommandResources {
         throw err;
       }
     }
-    const created = await createCommandResource(this.api, this.namespace, commands, command.id);
+    // The uid is noted before the row's stamp, so a watch event that comes first finds it to clear.
+    const created = await createCommandResource(this.api, this.namespace, commands, command.id, (uid) =>
+      this.uidsAheadOfWatch.set(command.id, uid),
+    );
     if (!created) return 'present'; // gone meanwhile: nothing to create
-    if (created.uid) this.uidsAheadOfWatch.set(command.id, created.uid);
     this.logger.info({ command_id: command.id }, 'created the missing FfmpegCommand');
     return 'created';
   }
