@@ -75,6 +75,9 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
   const port = (server.address() as AddressInfo).port;
   // The HTTP app's caches and webhook worker, stopped again if a later step of the start fails.
   let httpStarted: HttpApp | undefined;
+  // Likewise the runners (the backend starts a warm one at once) and the engine.
+  let backendStarted: LocalProcessBackend | undefined;
+  let engineStarted: { stop(): Promise<void> } | undefined;
   const publicUrl = config.port === 0 ? config.publicUrl.replace(/:\d+$/, `:${port}`) : config.publicUrl;
   try {
     // After the database is open (PGlite creates its files 0666): folders 0700, files 0600, every start.
@@ -107,6 +110,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       uids,
       warmRunner: true,
     });
+    backendStarted = backend;
     const engine = createEngine({
       settings: config,
       database,
@@ -118,6 +122,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       metrics: metrics.engine,
       reconcileResyncMs: tuning.reconcileResyncMs,
     });
+    engineStarted = engine;
     const { reconciler, fileTasks } = engine;
     const http = await buildHttpApp({
       database,
@@ -174,6 +179,8 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
     };
   } catch (err) {
     server.close();
+    await engineStarted?.stop().catch(() => {});
+    await backendStarted?.close().catch(() => {});
     await httpStarted?.close();
     await database.close();
     throw err;
