@@ -65,17 +65,27 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
   // Command states may be written by another process (the operator, another replica): the database's
   // notifications keep the poll cache and the key cache current.
   const polls = await watchedPollCache(o.database, commands);
-  const stopKeyWatch = await watchKeyChanges(o.database);
-  const webhookWorker = await startWebhookWorker({
-    database: o.database,
-    commands,
-    files,
-    storage: o.storage,
-    logger: o.logger,
-    allowAddresses: o.webhookAllowAddresses,
-    retentionMs: o.webhookRetentionMs,
-    onAttempt: (outcome) => o.metrics.webhookAttempt(outcome),
-  });
+  let stopKeyWatch: (() => Promise<void>) | undefined;
+  let webhookWorker: WebhookWorker;
+  try {
+    stopKeyWatch = await watchKeyChanges(o.database);
+    webhookWorker = await startWebhookWorker({
+      database: o.database,
+      commands,
+      files,
+      storage: o.storage,
+      logger: o.logger,
+      allowAddresses: o.webhookAllowAddresses,
+      retentionMs: o.webhookRetentionMs,
+      onAttempt: (outcome) => o.metrics.webhookAttempt(outcome),
+    });
+  } catch (err) {
+    // The caller gets no close() to call: what started here stops here.
+    await stopKeyWatch?.();
+    await polls.stop();
+    throw err;
+  }
+  const stopKeys = stopKeyWatch;
   const app = createApp({
     accounts,
     commands,
@@ -104,7 +114,7 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
     close: async () => {
       await webhookWorker.stop();
       await polls.stop();
-      await stopKeyWatch();
+      await stopKeys();
     },
   };
 }
