@@ -5,7 +5,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sql } from 'drizzle-orm';
 import { PlansRepo } from '../core/accounts/plans-repo.ts';
+import { rowsOf } from '../core/db/migrate.ts';
 import { IDEMPOTENCY_KEY_TTL_MS, IdempotencyKeysRepo } from '../core/idempotency/idempotency-keys-repo.ts';
 import { startMediaServer, startService, type ApiClient, type MediaServer, type ServiceFixture } from './harness.ts';
 
@@ -200,6 +202,40 @@ describe('idempotency keys, embedded mode', () => {
     assert.equal(next.status, 200, JSON.stringify(next.body));
     assert.notEqual(next.body.command_id, first.body.command_id);
     assert.equal(next.headers.get('idempotent-replayed'), null);
+  });
+
+  test('a 429 of the rate limit and a 401 are answered before the key is looked at: nothing is stored for them', async () => {
+    const plans = new PlansRepo(svc.service.database.db);
+    await plans.create({
+      name: 'idempotency-slow',
+      maxVcpus: 4,
+      maxCommandRunSeconds: 300,
+      requestsPerMinute: 3,
+      storageQuotaBytes: 1e10,
+      processingQuotaBytesPerMonth: 1e12,
+      privateFiles: false,
+    });
+    const apiKey = await svc.newAccount('idempotency-slow');
+    const client = svc.client(apiKey).withoutRetries();
+    const keyId = (await svc.service.accounts.authenticate(apiKey))!.keyId;
+    const keys = new IdempotencyKeysRepo(svc.service.database.db);
+    let limited: string | null = null;
+    for (let i = 0; i < 20 && limited === null; i++) {
+      const key = newKey('limited');
+      const res = await post(client, '/v1/run-ffmpeg-command', { ...CHEAP, metadata: { i } }, key);
+      if (res.status === 429) limited = key;
+      else assert.equal(res.status, 200);
+    }
+    assert.ok(limited, 'the rate limit never answered 429');
+    assert.equal(await keys.find({ apiKeyId: keyId, key: limited }), null);
+
+    const unknown = svc.client('ffo_nosuchkey_secret').withoutRetries();
+    const refused = await post(unknown, '/v1/run-ffmpeg-command', CHEAP, 'unauthenticated');
+    assert.equal(refused.status, 401);
+    assert.equal(
+      rowsOf(await svc.service.database.db.execute(sql`select 1 from idempotency_keys where key = 'unauthenticated'`)).length,
+      0,
+    );
   });
 
   test('requests without a key are unaffected (and the client of the other tests still works)', async () => {
