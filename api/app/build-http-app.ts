@@ -14,6 +14,7 @@ import type { Metrics } from '../../core/metrics/metrics.ts';
 import { createAddressPolicy } from '../../core/net/address-policy.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { WebhooksRepo } from '../../core/webhooks/webhooks-repo.ts';
+import { IdempotencyKeysRepo } from '../../core/idempotency/idempotency-keys-repo.ts';
 import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
 import { createApp, type AppDeps } from './create-app.ts';
 
@@ -65,6 +66,7 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
   // Command states may be written by another process (the operator, another replica): the database's
   // notifications keep the poll cache and the key cache current.
   const polls = await watchedPollCache(o.database, commands);
+  const idempotencyKeys = new IdempotencyKeysRepo(o.database.db);
   let stopKeyWatch: (() => Promise<void>) | undefined;
   let webhookWorker: WebhookWorker;
   try {
@@ -78,6 +80,7 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
       allowAddresses: o.webhookAllowAddresses,
       retentionMs: o.webhookRetentionMs,
       onAttempt: (outcome) => o.metrics.webhookAttempt(outcome),
+      alsoPrune: [{ what: 'expired idempotency keys', prune: (batch) => idempotencyKeys.pruneExpired(new Date(), batch) }],
     });
   } catch (err) {
     // The caller gets no close() to call: what started here stops here.
@@ -93,6 +96,7 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
     insertCommand: polls.insert,
     listCommands: polls.list,
     files,
+    idempotencyKeys,
     storage: o.storage,
     logger: o.logger,
     dispatch: o.dispatch,

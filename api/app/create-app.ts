@@ -24,6 +24,8 @@ import { httpLatency, metricsRoute } from './metrics-route.ts';
 import type { DatabaseHealth } from '../../core/db/database-health.ts';
 import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
 import { databaseUnavailable } from '../middleware/database-unavailable.ts';
+import { IDEMPOTENT_POSTS, idempotency } from '../middleware/idempotency.ts';
+import type { IdempotencyKeysRepo } from '../../core/idempotency/idempotency-keys-repo.ts';
 
 export interface AppDeps {
   accounts: AccountsRepo;
@@ -33,6 +35,8 @@ export interface AppDeps {
   insertCommand: CommandRoutesDeps['insertCommand'];
   listCommands: CommandRoutesDeps['listCommands'];
   files: FilesRepo;
+  /** The Idempotency-Key header's claims and answers (api/middleware/idempotency.ts). */
+  idempotencyKeys: IdempotencyKeysRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
   /** A command's cancel was recorded (embedded mode: ask the reconciler for a pass). */
@@ -104,6 +108,9 @@ export function createApp(d: AppDeps): Hono {
       databaseUp: d.health ? () => d.health!.up : undefined,
     }),
   );
+  // After the gate (a 401 or 429 is never stored), before the routes that create something.
+  const idempotent = idempotency({ keys: d.idempotencyKeys, clock, logger: d.logger });
+  for (const path of IDEMPOTENT_POSTS) api.use(path, idempotent);
   const quotas = new Quotas(d.files, clock);
   api.route(
     '/',

@@ -19,6 +19,7 @@ import { invalid, jsonBody, parseWith, queryParams } from '../schemas/validation
 import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
 import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
 import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
+import { idempotencyKeyParameter, idempotencyResponses } from '../openapi/idempotency.ts';
 
 /** JSON of ended commands' records, by the cached read it was made from. */
 const finishedRecordJson = new WeakMap<CommandWithOutputs, string>();
@@ -48,6 +49,7 @@ const submitted = {
     responses.detailString,
     'Your plan does not allow this command (vCPUs, run time, private files) or a quota (processing, storage) is used up',
   ),
+  ...idempotencyResponses,
   ...commonResponses,
 };
 
@@ -64,6 +66,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
         '(an unknown filter, option or format, a filtergraph ffmpeg cannot read) is accepted and is FAILED from its first ' +
         "poll, with error_status FFMPEG_FAILED and ffmpeg's message; nothing is downloaded and ffmpeg does not run.",
       tags: ['commands'],
+      parameters: [idempotencyKeyParameter],
       requestBody: jsonRequestBody(runCommandSchema),
       responses: submitted,
     }),
@@ -82,6 +85,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
         'A later command may read an earlier output with `-i {{out_x}}`. Each command runs as its own step; a failed step fails the chain. ' +
         'A chain with a command that ffmpeg would stop on with a message known already is FAILED from its first poll (no command runs).',
       tags: ['commands'],
+      parameters: [idempotencyKeyParameter],
       requestBody: jsonRequestBody(runChainSchema),
       responses: submitted,
     }),

@@ -20,6 +20,7 @@ import { listQuerySchema, presignQuerySchema } from '../schemas/commands.ts';
 import { invalid, jsonBody, parseWith, queryParams } from '../schemas/validation.ts';
 import { commonResponses, responses, storedFileSchema, uploadSessionSchema } from '../openapi/components.ts';
 import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
+import { idempotencyKeyParameter, idempotencyResponses } from '../openapi/idempotency.ts';
 
 export interface FileRoutesDeps {
   files: FilesRepo;
@@ -66,10 +67,12 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
       summary: 'Store a file from a URL',
       description: 'Answers at once; poll GET /v1/files/{file_id} until status is STORED (or FAILED).',
       tags: ['files'],
+      parameters: [idempotencyKeyParameter],
       requestBody: jsonRequestBody(storeFileSchema),
       responses: {
         200: responses.json({ type: 'object', properties: { file_id: { type: 'string', format: 'uuid' } } }, 'Accepted'),
         403: responses.json(responses.detailString, 'Plan or quota'),
+        ...idempotencyResponses,
         ...commonResponses,
       },
     }),
@@ -195,10 +198,12 @@ export function fileRoutes(d: FileRoutesDeps): Hono<AppEnv> {
         'then complete-upload. With local storage, a part PUT the service has no disk space for is answered ' +
         '507 Insufficient Storage, {"detail": "The service ran out of disk space ..."} with Retry-After; send the part again later.',
       tags: ['files'],
+      parameters: [idempotencyKeyParameter],
       requestBody: jsonRequestBody(initUploadSchema),
       responses: {
         200: responses.json(uploadSessionSchema, 'Upload session'),
         403: responses.json(responses.detailString, 'Plan or storage quota'),
+        ...idempotencyResponses,
         ...commonResponses,
       },
     }),

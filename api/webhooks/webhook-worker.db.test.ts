@@ -22,6 +22,7 @@ import { WebhooksRepo, type DeliveryRow } from '../../core/webhooks/webhooks-rep
 import { httpReceiver, type ReceivedRequest } from '../../core/webhooks/testing/http-receiver.ts';
 import { testCommandRow } from '../commands/testing/test-command-row.ts';
 import { commandRecord } from '../commands/serialize.ts';
+import { IDEMPOTENCY_KEY_TTL_MS, IdempotencyKeysRepo } from '../../core/idempotency/idempotency-keys-repo.ts';
 import { WebhookWorker, type AttemptOutcome, type WebhookWorkerOptions } from './webhook-worker.ts';
 
 /** A receiver at /hooks that answers each request with the status `answer` gives (null: never answers). */
@@ -463,6 +464,19 @@ test('the worker deletes deliveries past their retention, and only those', async
   await f.worker({ retentionMs: 3_600_000 });
   await until('the old delivery to be pruned', async () => (await f.repo.findDelivery(old)) === null);
   assert.equal((await f.repo.findDelivery(recent))?.status, 'DELIVERED');
+});
+
+test("the worker's prune also deletes other tables' expired rows: idempotency keys past 24 hours, and only those", async (t) => {
+  const f = await fixture(t, []);
+  const keys = new IdempotencyKeysRepo(f.database.db);
+  const aDayAgo = new Date(Date.now() - IDEMPOTENCY_KEY_TTL_MS - 60_000);
+  const old = { apiKeyId: 'k', key: 'old' };
+  const fresh = { apiKeyId: 'k', key: 'fresh' };
+  assert.ok((await keys.claim(old, 'fp', aDayAgo)).claimed);
+  assert.ok((await keys.claim(fresh, 'fp', new Date())).claimed);
+  await f.worker({ alsoPrune: [{ what: 'expired idempotency keys', prune: (batch) => keys.pruneExpired(new Date(), batch) }] });
+  await until('the expired key to be pruned', async () => (await keys.find(old)) === null);
+  assert.notEqual(await keys.find(fresh), null);
 });
 
 test('fair shares: several accounts flooding at once leave the reserved slots to an account with nothing in flight', async (t) => {

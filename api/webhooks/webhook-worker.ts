@@ -62,9 +62,17 @@ export interface WebhookWorkerOptions {
   retentionMs?: number;
   /** Time between two prunes; default 10 minutes. */
   pruneEveryMs?: number;
+  /** Other rows past their time, deleted with each prune (every API process runs this worker, in both modes). */
+  alsoPrune?: readonly ExpiredRows[];
   /** Called after every attempt (metrics). */
   onAttempt?: (outcome: AttemptOutcome, durationMs: number) => void;
   clock?: () => Date;
+}
+
+/** Rows of another table past their time: `prune` deletes up to `batch` of them and tells how many. */
+export interface ExpiredRows {
+  what: string;
+  prune: (batch: number) => Promise<number>;
 }
 
 export class WebhookWorker {
@@ -173,6 +181,11 @@ export class WebhookWorker {
     let pruned = 0;
     for (let n = -1; n !== 0 && !this.stopped; pruned += n) n = await this.repo.pruneFinished(retentionMs, 1000);
     if (pruned > 0) this.o.logger.info({ pruned }, 'webhook deliveries past their retention deleted');
+    for (const rows of this.o.alsoPrune ?? []) {
+      let deleted = 0;
+      for (let n = -1; n !== 0 && !this.stopped; deleted += n) n = await rows.prune(1000);
+      if (deleted > 0) this.o.logger.info({ pruned: deleted }, `${rows.what} deleted`);
+    }
   }
 
   /** Sleeps until the next delivery is due, or the poll interval, whichever comes first. */

@@ -298,3 +298,27 @@ export const accountMonthlyProcessing = pgTable(
   },
   (t) => [primaryKey({ columns: [t.accountId, t.month] })],
 );
+
+/**
+ * Idempotency keys of the creating POSTs (core/idempotency): the first request with a key claims its
+ * row; its answer (2xx and 4xx but 429) is kept for 24 hours and answered again to a repeat.
+ */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    /** The API key that sent it (api_keys.id): keys are scoped by it. */
+    apiKeyId: text('api_key_id').notNull(),
+    key: text('key').notNull(),
+    /** sha256 of the method, path and body bytes: a repeat must be the same request. */
+    fingerprint: text('fingerprint').notNull(),
+    /** Who holds the claim: only its holder stores the answer or removes the claim. */
+    claim: uuid('claim').notNull(),
+    /** While no answer is stored, another request may take the claim over after this. */
+    leaseUntil: timestamp('lease_until', { withTimezone: true, precision: 3 }).notNull(),
+    responseStatus: integer('response_status'),
+    responseContentType: text('response_content_type'),
+    responseBody: text('response_body'),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.apiKeyId, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
+);
