@@ -32,6 +32,7 @@ export interface AppDeps {
   readCommand: CommandRoutesDeps['readCommand'];
   insertCommand: CommandRoutesDeps['insertCommand'];
   listCommands: CommandRoutesDeps['listCommands'];
+  queueView?: CommandRoutesDeps['queueView'];
   files: FilesRepo;
   storage: Storage;
   dispatch: (commandId: string) => void;
@@ -112,6 +113,7 @@ export function createApp(d: AppDeps): Hono {
       readCommand: d.readCommand,
       insertCommand: d.insertCommand,
       listCommands: d.listCommands,
+      queueView: d.queueView,
       quotas,
       storage: d.storage,
       dispatch: d.dispatch,
