@@ -400,6 +400,11 @@ describe('the Helm chart', () => {
         FFOP_KUEUE_QUEUE_NAME: 'ffmpeg-operator',
         FFOP_KUEUE_PRIORITY_CLASSES: 'free=ffmpeg-operator-free,pro=ffmpeg-operator-pro',
       });
+      // The API knows too: Kueue decides the order, so its commands show no queue_position.
+      const apiEnv = (docs.find((d) => d.kind === 'Deployment' && d.metadata.name.endsWith('-api')) as unknown as V1Deployment).spec!
+        .template.spec!.containers[0].env!;
+      assert.equal(apiEnv.find((e) => e.name === 'FFOP_QUEUEING_MODE')?.value, 'kueue');
+      assert.equal(apiEnv.find((e) => e.name === 'FFOP_KUEUE_QUEUE_NAME')?.value, 'ffmpeg-operator');
       // Kueue's own CRDs accept them.
       const out = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', NS, '-f', '-'], rendered);
       for (const d of kueueDocs(docs)) assert.ok(out.includes(`${d.kind.toLowerCase()}.kueue.x-k8s.io/${d.metadata.name} created`), out);

@@ -90,6 +90,9 @@ describe('runStep', () => {
     assert.ok(result.ok, JSON.stringify(result));
     assert.equal(result.inputBytes, clip.length);
     assert.ok(result.ffmpegSeconds > 0);
+    // The runner's own phases, for the command's timings.
+    assert.ok(typeof result.downloadSeconds === 'number' && result.downloadSeconds >= 0, JSON.stringify(result));
+    assert.ok(typeof result.uploadSeconds === 'number' && result.uploadSeconds >= 0, JSON.stringify(result));
     assert.equal(result.outputs.length, 1);
     const [output] = result.outputs;
     assert.deepEqual(
@@ -114,6 +117,9 @@ describe('runStep', () => {
     assert.match(result.errorMessage.split('\n')[0], /^ffmpeg exited with code \d+: Stream map '0:s' matches no streams\./);
     assert.equal(result.inputBytes, clip.length);
     assert.notEqual(result.ffmpegSeconds, null);
+    // Downloaded, never uploaded: only the phase it reached is reported.
+    assert.ok(typeof result.downloadSeconds === 'number' && result.downloadSeconds >= 0);
+    assert.equal(result.uploadSeconds, undefined);
     assert.equal(server.uploads.size, 0);
   });
 

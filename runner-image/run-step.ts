@@ -19,6 +19,7 @@ import { ffmpegRanOutOfSpace, isOutOfSpace, outOfSpaceMessage } from '../core/st
 import { ffmpegErrorText } from './ffmpeg-error.ts';
 import { oomKillCount } from './memory-cgroup.ts';
 import { progressEvents } from './progress-events.ts';
+import { PhaseClock } from './phase-clock.ts';
 
 export interface RunStepOptions {
   workRoot: string;
@@ -47,8 +48,10 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
   const dir = await mkdtemp(join(o.workRoot, 'step-'));
   let inputBytes = 0;
   let ffmpegSeconds: number | null = null;
+  const phases = new PhaseClock();
   try {
     o.emit({ type: 'stage', stage: ProcessingStage.DOWNLOADING });
+    phases.begin('download');
     const inputs = await downloadInputs(spec, dir, o.signal);
     inputBytes = inputs.bytes;
 
@@ -74,6 +77,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     if (o.uid !== undefined) await handOver(dir, o.uid);
     const memoryBytes = o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
 
+    phases.end();
     o.emit({ type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
     // A kill by the pod's OOM killer shows as a higher count afterwards.
     const oomKillsBefore = o.podMemoryLimit ? await oomKillCount() : null;
@@ -123,6 +127,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     }
 
     o.emit({ type: 'stage', stage: ProcessingStage.UPLOADING });
+    phases.begin('upload');
     const prober = new FileProber({ confinement: o.confinement, uid: o.uid, memoryBytes, ffprobePath: o.ffprobePath });
     const outputs = await collectOutputs(spec.outputs, dir, before, {
       signal: o.signal,
@@ -130,7 +135,7 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       maxFiles: o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
       handoffDir: o.handoffDir,
     });
-    o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs });
+    o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs, ...phases.seconds() });
   } catch (err) {
     // Stopped from outside (deadline, deletion, shutdown): whoever stopped it knows why, and its
     // account of the failure (e.g. DEADLINE_EXCEEDED) must not be overtaken by ours.
@@ -141,7 +146,15 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
         : isOutOfSpace(err)
           ? new StepFailure(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage('the step wrote its working files', (err as Error).message))
           : new StepFailure(ErrorStatus.INTERNAL_ERROR, `runner error: ${(err as Error).message}`);
-    o.emit({ type: 'result', ok: false, errorStatus: failure.errorStatus, errorMessage: failure.message, ffmpegSeconds, inputBytes });
+    o.emit({
+      type: 'result',
+      ok: false,
+      errorStatus: failure.errorStatus,
+      errorMessage: failure.message,
+      ffmpegSeconds,
+      inputBytes,
+      ...phases.seconds(),
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -8,6 +8,7 @@ import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import { watchKeyChanges } from '../../core/accounts/key-cache.ts';
 import { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { watchedPollCache } from '../../core/commands/poll-cache.ts';
+import { loadQueueState, QueueSnapshot } from '../../core/commands/queue-snapshot.ts';
 import type { Database } from '../../core/db/database.ts';
 import { FilesRepo } from '../../core/files/files-repo.ts';
 import type { Metrics } from '../../core/metrics/metrics.ts';
@@ -51,6 +52,8 @@ export interface HttpAppOptions extends Pick<
   webhookAllowAddresses: string[];
   /** FFOP_WEBHOOK_RETENTION_SECONDS, in ms; the worker's default when absent. */
   webhookRetentionMs?: number;
+  /** QUEUED commands show queue_position (false in cluster mode with Kueue, which decides the order). Default true. */
+  queuePositions?: boolean;
 }
 
 export interface HttpApp {
@@ -89,12 +92,14 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
     throw err;
   }
   const stopKeys = stopKeyWatch;
+  const queue = o.queuePositions === false ? null : new QueueSnapshot({ load: (since) => loadQueueState(o.database.pollReads, since) });
   const app = createApp({
     accounts,
     commands,
     readCommand: polls.find,
     insertCommand: polls.insert,
     listCommands: polls.list,
+    queueView: queue ? (command) => queue.view(command) : undefined,
     files,
     idempotencyKeys,
     storage: o.storage,

@@ -34,6 +34,7 @@ export interface AppDeps {
   readCommand: CommandRoutesDeps['readCommand'];
   insertCommand: CommandRoutesDeps['insertCommand'];
   listCommands: CommandRoutesDeps['listCommands'];
+  queueView?: CommandRoutesDeps['queueView'];
   files: FilesRepo;
   /** The Idempotency-Key header's claims and answers (api/middleware/idempotency.ts). */
   idempotencyKeys: IdempotencyKeysRepo;
@@ -119,6 +120,7 @@ export function createApp(d: AppDeps): Hono {
       readCommand: d.readCommand,
       insertCommand: d.insertCommand,
       listCommands: d.listCommands,
+      queueView: d.queueView,
       quotas,
       storage: d.storage,
       dispatch: d.dispatch,

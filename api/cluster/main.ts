@@ -32,6 +32,7 @@ const api = await startClusterApi({
   webhookAllowAddresses: config.webhookAllowAddresses,
   webhookRetentionMs: config.webhookRetentionSeconds * 1000,
   metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
+  queueingMode: cluster.queueing.mode,
 });
 logger.info({ url: api.url }, 'ffmpeg-operator API started (cluster mode)');
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -40,6 +40,8 @@ export interface ClusterApiOptions {
   reportLimits?: Partial<ReportLimits>;
   /** Serves /metrics on a port of its own (FFOP_METRICS_*), apart from the public API port; none when absent. */
   metricsServer?: Pick<MetricsServerOptions, 'host' | 'port' | 'token'>;
+  /** FFOP_QUEUEING_MODE: with kueue, Kueue decides the order and commands show no queue_position. */
+  queueingMode?: 'builtin' | 'kueue';
 }
 
 export async function startClusterApi(
@@ -76,6 +78,7 @@ export async function startClusterApi(
     }),
     webhookAllowAddresses: o.webhookAllowAddresses ?? [],
     webhookRetentionMs: o.webhookRetentionMs,
+    queuePositions: o.queueingMode !== 'kueue',
   });
   const server: ServerType = await listen(http.app.fetch, o.host, o.port);
   const port = (server.address() as AddressInfo).port;

@@ -4,6 +4,8 @@ import { mediaFields, storageUrlOf } from '../files/serialize.ts';
 import { toMb } from '../files/units.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { progressView } from '../../core/commands/progress.ts';
+import { timingsView } from '../../core/commands/timings.ts';
+import { NOT_QUEUED, type QueueView } from '../../core/commands/queue-snapshot.ts';
 
 const round = (x: number, digits = 6) => Number(x.toFixed(digits));
 
@@ -27,7 +29,15 @@ export async function outputFileEntry(f: FileRow, storage: Storage, presignTtl?:
   };
 }
 
-export async function commandRecord(c: CommandRow, files: FileRow[], storage: Storage, now: Date, presignTtl?: number) {
+/** `queue`: where a QUEUED command stands (queue-snapshot.ts); nulls when not given. */
+export async function commandRecord(
+  c: CommandRow,
+  files: FileRow[],
+  storage: Storage,
+  now: Date,
+  presignTtl?: number,
+  queue: QueueView = NOT_QUEUED,
+) {
   const outputFiles: Record<string, unknown> = {};
   // In the order the client declared them.
   for (const declared of c.outputs) {
@@ -42,6 +52,9 @@ export async function commandRecord(c: CommandRow, files: FileRow[], storage: St
     processing_stage: c.processingStage,
     queue_reason: queueReason(c),
     progress: progressRecord(c),
+    queue_position: queue.queuePosition,
+    estimated_start_seconds: queue.estimatedStartSeconds,
+    timings: timingsView(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
     original_request: c.originalRequest,
@@ -61,7 +74,7 @@ function queueReason(c: Pick<CommandRow, 'status' | 'queueReason'>): string | nu
 }
 
 /** How far ffmpeg is in the current step: only while PROCESSING and once it has reported. */
-function progressRecord(c: CommandRow) {
+function progressRecord(c: Pick<CommandRow, 'status' | 'progress'>) {
   const p = progressView(c);
   return p && { percent: p.percent, out_time_seconds: p.outTimeSeconds, speed: p.speed };
 }
@@ -79,6 +92,8 @@ export function commandListItem(c: CommandListRow, now: Date) {
     processing_seconds: seconds(c.createdAt, c.finishedAt ?? now),
     processing_stage: c.processingStage,
     queue_reason: queueReason(c),
+    progress: progressRecord(c),
+    timings: timingsView(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
   };

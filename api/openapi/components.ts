@@ -2,6 +2,7 @@
 import { ErrorStatus } from '../../core/commands/error-status.ts';
 import { CommandStatus, CommandType } from '../../core/commands/command-status.ts';
 import { ProcessingStage } from '../../core/jobs/step-spec.ts';
+import { queueFields, timingsSchema } from './timings-components.ts';
 
 const num = { type: ['number', 'null'] };
 const int = { type: ['integer', 'null'] };
@@ -87,6 +88,24 @@ const errorFields = {
   error_message: { type: ['string', 'null'], description: 'Human-readable details when the command failed.' },
 };
 
+const progressSchema = {
+  type: ['object', 'null'],
+  description: "How far ffmpeg is in the current step, from ffmpeg's own progress report; null unless PROCESSING and ffmpeg has reported.",
+  properties: {
+    percent: {
+      type: ['number', 'null'],
+      minimum: 0,
+      maximum: 100,
+      description:
+        "out_time_seconds as a percentage of the output's expected duration (the inputs' durations, -t/-to), one decimal; " +
+        'null when that is unknown.',
+    },
+    out_time_seconds: { type: 'number', minimum: 0, description: 'Seconds of output written so far.' },
+    speed: { type: ['number', 'null'], minimum: 0, description: "Media seconds per wall-clock second (ffmpeg's speed, 1.5 for 1.5x)." },
+  },
+  required: ['percent', 'out_time_seconds', 'speed'],
+};
+
 export const commandRecordSchema = {
   type: 'object',
   properties: {
@@ -95,24 +114,9 @@ export const commandRecordSchema = {
     environment_name: { type: 'string' },
     status: { type: 'string', enum: Object.values(CommandStatus) },
     ...errorFields,
-    progress: {
-      type: ['object', 'null'],
-      description:
-        "How far ffmpeg is in the current step, from ffmpeg's own progress report; null unless PROCESSING and ffmpeg has reported.",
-      properties: {
-        percent: {
-          type: ['number', 'null'],
-          minimum: 0,
-          maximum: 100,
-          description:
-            "out_time_seconds as a percentage of the output's expected duration (the inputs' durations, -t/-to), one decimal; " +
-            'null when that is unknown.',
-        },
-        out_time_seconds: { type: 'number', minimum: 0, description: 'Seconds of output written so far.' },
-        speed: { type: ['number', 'null'], minimum: 0, description: "Media seconds per wall-clock second (ffmpeg's speed, 1.5 for 1.5x)." },
-      },
-      required: ['percent', 'out_time_seconds', 'speed'],
-    },
+    progress: progressSchema,
+    ...queueFields,
+    timings: timingsSchema,
     original_request: { type: 'object' },
     total_processing_seconds: { type: 'number' },
     ffmpeg_command_run_seconds: { type: 'number' },
@@ -137,6 +141,8 @@ export const commandListItemSchema = {
     ffmpeg_command_run_seconds: { type: 'number' },
     processing_seconds: { type: 'number' },
     ...errorFields,
+    progress: progressSchema,
+    timings: timingsSchema,
   },
 };
 

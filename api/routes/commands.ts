@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { describeRoute } from 'hono-openapi';
 import {
   listRowOf,
+  type CommandRow,
   type CommandsRepo,
   type CommandWithOutputs,
   type NewCommandQuotas,
@@ -10,6 +11,7 @@ import {
 import type { Quotas } from '../../core/accounts/quotas.ts';
 import type { Storage } from '../../core/storage/storage.ts';
 import { hasEnded } from '../../core/commands/command-status.ts';
+import { NOT_QUEUED, type QueueView } from '../../core/commands/queue-snapshot.ts';
 import { endsAtSubmit } from '../../core/commands/ended-at-submit.ts';
 import type { AppEnv } from '../middleware/auth.ts';
 import { chainRow, singleCommandRow } from '../commands/submission.ts';
@@ -42,6 +44,8 @@ export interface CommandRoutesDeps {
    * mode, hears of it from the database: CommandsRepo.requestCancel notifies.)
    */
   cancelRequested?: (commandId: string) => void;
+  /** Where a QUEUED command stands (a QueueSnapshot's view); absent: no positions (Kueue decides the order). */
+  queueView?: (command: CommandRow) => Promise<QueueView>;
   clock: () => Date;
 }
 
@@ -134,7 +138,8 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       const found = await d.readCommand(c.get('caller').account.id, id);
       if (!found) return c.json({ detail: 'Command not found' }, 404);
       if (presigned_ttl_seconds !== undefined || !hasEnded(found.row.status) || found.row.finishedAt === null) {
-        return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds));
+        const queue = (await d.queueView?.(found.row)) ?? NOT_QUEUED;
+        return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), presigned_ttl_seconds, queue));
       }
       // An ended command's record no longer changes (no clock in it, URLs without expiry): its JSON
       // lives as long as the poll cache keeps this read, and later polls only send it.
@@ -174,7 +179,8 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       if (!outcome || !found) return c.json({ detail: 'Command not found' }, 404);
       if (!outcome.requested) return c.json({ detail: `command ${id} has already ended (${outcome.endedWith})` }, 409);
       d.cancelRequested?.(id);
-      return c.json(await commandRecord(found.row, found.files, d.storage, d.clock()), 202);
+      const queue = (await d.queueView?.(found.row)) ?? NOT_QUEUED;
+      return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), undefined, queue), 202);
     },
   );
 

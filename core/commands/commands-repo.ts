@@ -97,6 +97,11 @@ export interface CommandListRow extends Pick<
   | 'queueReason'
   | 'errorStatus'
   | 'errorMessage'
+  // progress and timings (timings.ts)
+  | 'progress'
+  | 'currentStep'
+  | 'stepStartedAt'
+  | 'timings'
 > {
   outputFileCount: number;
   storedBytes: number;
@@ -335,6 +340,7 @@ export class CommandsRepo {
         status: CommandStatus.PROCESSING,
         attempt: sql`${commands.attempt} + 1`,
         startedAt: sql`coalesce(${commands.startedAt}, ${now.toISOString()}::timestamptz)`,
+        stepStartedAt: now,
         queueReason: null,
       })
       .where(and(eq(commands.id, id), eq(commands.status, CommandStatus.QUEUED)))
@@ -365,6 +371,7 @@ export class CommandsRepo {
         inClusterQueue: false,
         processingStage: ProcessingStage.DOWNLOADING,
         startedAt: sql`coalesce(${commands.startedAt}, ${now.toISOString()}::timestamptz)`,
+        stepStartedAt: now,
       })
       .where(
         and(
@@ -386,7 +393,15 @@ export class CommandsRepo {
   async requeue(step: RunningStep, reason: string, o: { inClusterQueue: boolean } = { inClusterQueue: false }): Promise<boolean> {
     const rows = await this.db
       .update(commands)
-      .set({ status: CommandStatus.QUEUED, processingStage: null, progress: null, queueReason: reason, inClusterQueue: o.inClusterQueue })
+      .set({
+        status: CommandStatus.QUEUED,
+        processingStage: null,
+        progress: null,
+        queueReason: reason,
+        inClusterQueue: o.inClusterQueue,
+        // It waits again: its queued seconds run to its next start.
+        stepStartedAt: null,
+      })
       .where(isRunning(step))
       .returning({ id: commands.id });
     return rows.length > 0;

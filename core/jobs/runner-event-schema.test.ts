@@ -79,3 +79,18 @@ test('attack: stages, progress and the type itself are checked too', () => {
   assert.match(problem('result')!, /^event: /);
   assert.match(problem({ type: 'result', ok: 'yes' })!, /^ok: /);
 });
+
+test('the runner phase seconds are optional (an older runner sends none) and bounded like ffmpeg seconds', () => {
+  const failed = { type: 'result', ok: false, errorStatus: 'FFMPEG_FAILED', errorMessage: 'x', ffmpegSeconds: 1, inputBytes: 0 };
+  for (const event of [
+    success({}, { downloadSeconds: 0.25, uploadSeconds: 3 }),
+    success({}, { downloadSeconds: 0 }),
+    { ...failed, downloadSeconds: 2 },
+  ]) {
+    assert.deepEqual(parseRunnerEvent(event), { ok: true, event }, JSON.stringify(event));
+  }
+  assert.match(problem(success({}, { downloadSeconds: -1 }))!, /^downloadSeconds: /);
+  assert.match(problem(success({}, { uploadSeconds: 'soon' }))!, /^uploadSeconds: /);
+  assert.match(problem({ ...failed, uploadSeconds: Infinity })!, /^uploadSeconds: /);
+  assert.match(problem(success({}, { downloadSeconds: null }))!, /^downloadSeconds: /);
+});

@@ -63,6 +63,9 @@ const okResultSchema = v.strictObject({
   inputBytes: bytes,
   // A folder output counts as one; a command declares at most this many.
   outputs: v.pipe(v.array(outputSchema), v.maxLength(COMMAND_LIMITS.maxOutputs)),
+  // Optional: an older runner's result has neither.
+  downloadSeconds: v.optional(seconds),
+  uploadSeconds: v.optional(seconds),
 });
 
 const failedResultSchema = v.strictObject({
@@ -72,6 +75,8 @@ const failedResultSchema = v.strictObject({
   errorMessage: text(MAX_ERROR_MESSAGE),
   ffmpegSeconds: v.nullable(seconds),
   inputBytes: bytes,
+  downloadSeconds: v.optional(seconds),
+  uploadSeconds: v.optional(seconds),
 });
 
 const kindSchema = v.looseObject({ type: v.picklist(['stage', 'progress', 'result']), ok: v.optional(v.unknown()) });

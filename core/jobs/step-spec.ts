@@ -81,18 +81,28 @@ export type RunnerEvent =
       /** How long the output is expected to be (the percentage's base); null when unknown. */
       durationSeconds: number | null;
     }
-  | {
+  | ({
       type: 'result';
       ok: true;
       ffmpegSeconds: number;
       inputBytes: number;
       outputs: OutputResult[];
-    }
-  | {
+    } & PhaseSeconds)
+  | ({
       type: 'result';
       ok: false;
       errorStatus: ErrorStatus;
       errorMessage: string;
       ffmpegSeconds: number | null;
       inputBytes: number;
-    };
+    } & PhaseSeconds);
+
+/**
+ * What the runner measured of its step besides ffmpeg (core/commands/timings.ts): fetching and preparing
+ * the inputs (DOWNLOADING, PREPARING_INPUT_FILES) and probing and storing the outputs (UPLOADING), up to
+ * the result or the failure. A phase the step did not reach is left out, as older runners leave both out.
+ */
+export type PhaseSeconds = {
+  downloadSeconds?: number;
+  uploadSeconds?: number;
+};

@@ -129,6 +129,17 @@ describe('cluster mode', () => {
       );
     }
     assert.equal(record.output_files.out_c.width, 64);
+    // The runners' measured phases came through their reports: every step's timings are known.
+    assert.deepEqual(
+      record.timings.steps.map((s: { step: number }) => s.step),
+      [1, 2, 3],
+    );
+    for (const step of record.timings.steps) {
+      for (const phase of ['queued_seconds', 'download_seconds', 'ffmpeg_seconds', 'upload_seconds']) {
+        assert.ok(typeof step[phase] === 'number' && step[phase] >= 0, `${phase} of ${JSON.stringify(step)}`);
+      }
+    }
+    assert.equal(record.timings.ffmpeg_seconds, record.ffmpeg_command_run_seconds);
   });
 
   test('an ffmpeg failure and a run past max_command_run_seconds FAIL with their error statuses', async () => {

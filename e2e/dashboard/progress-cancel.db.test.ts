@@ -37,6 +37,11 @@ test('a running command shows its progress in the list and on its page, and the 
     const row = d.page.locator(`tr[data-command-id="${id}"]`);
     await row.locator('progress').waitFor({ timeout: 60_000 });
     assert.equal(await row.locator('[data-status]').getAttribute('data-status'), 'PROCESSING');
+    // The list's items carry the progress: the list page reads no command one by one.
+    assert.deepEqual(
+      d.answers.filter((a) => a.includes('/v1/commands/')),
+      [],
+    );
 
     await row.locator('a.id').click();
     const bar = d.page.locator('.facts progress');

@@ -18,6 +18,8 @@ export interface CommandListItem {
   processing_stage: string | null;
   error_status: string | null;
   error_message: string | null;
+  /** ffmpeg's progress while PROCESSING (null otherwise, and from a service before issue 32: absent). */
+  progress?: Progress | null;
 }
 
 export interface OutputFile {

@@ -2,7 +2,8 @@
 // (its deadline is its Job's), run a lost step again, record a step's end (the command succeeds or goes
 // on to its chain's next step), fail it, stop it when cancelled.
 import type { Logger } from 'pino';
-import type { ActiveCommand, CommandRow, QueuedCommand } from '../../commands/commands-repo.ts';
+import type { ActiveCommand, CommandRow, NewCommandRow, QueuedCommand } from '../../commands/commands-repo.ts';
+import { withStepEnded } from '../../commands/timings.ts';
 import { CommandStatus } from '../../commands/command-status.ts';
 import { ErrorStatus } from '../../commands/error-status.ts';
 import { ProcessingStage } from '../../jobs/step-spec.ts';
@@ -151,7 +152,9 @@ export class CommandActions {
       processingStage: ProcessingStage.DOWNLOADING,
       progress: null,
       // Kueue mode: the new attempt's Job waits in the cluster's queue again.
-      ...(this.o.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
+      ...(this.o.backend.queuesInCluster
+        ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null, stepStartedAt: null }
+        : {}),
     });
     const row = await this.o.commands.findById(command.id);
     if (row) await this.startStep(row);
@@ -160,6 +163,9 @@ export class CommandActions {
   /** `command` was read before the serialised section: a success is stored only if its step still runs. */
   async stepEnded({ ref, command, event, problem }: StepEnded): Promise<void> {
     const ffmpegSeconds = command.ffmpegSeconds + (event.ffmpegSeconds ?? 0);
+    const now = this.clock();
+    // Stored with the result, in the same write.
+    const timings = withStepEnded({ ...command, step: command.currentStep, ...event }, now);
     // A failure is stored without a condition: the command is read again here, where nothing else
     // changes it, in case it was cancelled since (failures are rare; successes skip this read).
     if (!event.ok) {
@@ -168,6 +174,7 @@ export class CommandActions {
           { ...command, ffmpegSeconds, processedBytes: command.processedBytes + event.inputBytes },
           event.errorStatus,
           event.errorMessage,
+          { timings },
         );
       }
       return;
@@ -176,7 +183,7 @@ export class CommandActions {
     const processedBytes = command.processedBytes + event.inputBytes + outputBytes;
     if (problem) {
       if (runsStep(await this.o.commands.findById(ref.commandId), ref))
-        await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem);
+        await this.fail({ ...command, ffmpegSeconds, processedBytes }, ErrorStatus.OUTPUT_UPLOAD_FAILED, problem, { timings });
       return;
     }
     const files = outputFileRows(command, event);
@@ -186,9 +193,10 @@ export class CommandActions {
         status: CommandStatus.SUCCESS,
         processingStage: null,
         progress: null,
-        finishedAt: this.clock(),
+        finishedAt: now,
         ffmpegSeconds,
         processedBytes,
+        timings,
       });
       if (!stored) return;
       this.o.onCommandChanged?.(command.id);
@@ -204,8 +212,12 @@ export class CommandActions {
       processedBytes,
       processingStage: ProcessingStage.DOWNLOADING,
       progress: null, // the next step's ffmpeg has not reported yet
-      // Kueue mode: the next step's Job waits in the cluster's queue like the first did.
-      ...(this.o.backend.queuesInCluster ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null } : {}),
+      timings,
+      stepStartedAt: now as Date | null,
+      // Kueue mode: the next step's Job waits in the cluster's queue like the first did (and starts when released).
+      ...(this.o.backend.queuesInCluster
+        ? { status: CommandStatus.QUEUED, inClusterQueue: true, processingStage: null, stepStartedAt: null }
+        : {}),
     };
     if (!(await this.o.commands.completeStep(ref, files, next))) return;
     this.o.onCommandChanged?.(command.id);
@@ -217,8 +229,11 @@ export class CommandActions {
     command: Pick<CommandRow, 'id' | 'ffmpegSeconds' | 'processedBytes'> & Partial<Pick<CommandRow, 'createdAt'>>,
     errorStatus: ErrorStatus,
     errorMessage: string,
+    /** A step's result that fails the command: its timings, stored in the same write. */
+    also: Pick<NewCommandRow, 'timings'> = {},
   ): Promise<void> {
     await this.o.commands.update(command.id, {
+      ...also,
       status: CommandStatus.FAILED,
       errorStatus,
       errorMessage,
