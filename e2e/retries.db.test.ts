@@ -1,0 +1,139 @@
+// POST /v1/commands/{id}/retry through the public API (issue 32, item 2): a FAILED command's request
+// runs again as a new command, under today's plan; the records name each other; a command is retried
+// once, also when many retries arrive at the same moment.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PlansRepo } from '../core/accounts/plans-repo.ts';
+import { makeClip, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('retrying a FAILED command', () => {
+  let media: MediaServer;
+  let svc: ServiceFixture;
+
+  before(async () => {
+    media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4'));
+    svc = await startService({ allow: [media.allowEntry] });
+    await new PlansRepo(svc.service.database.db).create({
+      name: 'retry-tests',
+      maxVcpus: 2,
+      maxCommandRunSeconds: 300,
+      requestsPerMinute: 6000,
+      storageQuotaBytes: 1e9,
+      processingQuotaBytesPerMonth: 1e10,
+      privateFiles: false,
+    });
+  });
+  after(async () => {
+    await svc?.close();
+    await media?.close();
+  });
+
+  /** A command whose input is missing: FAILED (UNREACHABLE_INPUT_FILE) until the file appears. */
+  const missingInput = (name: string) => ({
+    input_files: { in_1: `${media.url}/${name}` },
+    output_files: { out_1: 'out.mp4' },
+    ffmpeg_command: '-i {{in_1}} -t 1 -c copy {{out_1}}',
+    vcpu_count: 1,
+    metadata: { purpose: 'retry test' },
+  });
+
+  test('the retry runs the request again; the two records name each other; a second retry is a 409', async () => {
+    const api = svc.client(await svc.newAccount('retry-tests'));
+    const first = await api.submit(missingInput('late.mp4'));
+    const failed = (await api.waitForEnd(first)).record;
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.error_status, 'UNREACHABLE_INPUT_FILE');
+    assert.equal(failed.retry_of, null);
+    assert.equal(failed.retried_by, null);
+
+    await copyFile(join(media.dir, 'clip.mp4'), join(media.dir, 'late.mp4'));
+    const res = await api.post(`/v1/commands/${first}/retry`, undefined);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const second = res.body.command_id as string;
+    assert.notEqual(second, first);
+    const done = (await api.waitForEnd(second)).record;
+    assert.equal(done.status, 'SUCCESS', JSON.stringify(done));
+    assert.equal(done.retry_of, first);
+    assert.equal(done.retried_by, null);
+    assert.deepEqual(done.metadata, { purpose: 'retry test' });
+    assert.equal(done.original_request.ffmpeg_command, failed.original_request.ffmpeg_command);
+
+    // The FAILED command's record (cached by the poll cache since it ended) shows its retry.
+    const deadline = Date.now() + 30_000;
+    let again = (await api.get(`/v1/commands/${first}`)).body;
+    while (again.retried_by !== second && Date.now() < deadline) {
+      await sleep(100);
+      again = (await api.get(`/v1/commands/${first}`)).body;
+    }
+    assert.equal(again.retried_by, second);
+    const list = (await api.get('/v1/commands?limit=10')).body as {
+      command_id: string;
+      retry_of: string | null;
+      retried_by: string | null;
+    }[];
+    assert.deepEqual(
+      list.filter((c) => c.command_id === first || c.command_id === second).map((c) => [c.command_id, c.retry_of, c.retried_by]),
+      [
+        [second, first, null],
+        [first, null, second],
+      ],
+    );
+
+    const twice = await api.post(`/v1/commands/${first}/retry`, undefined);
+    assert.equal(twice.status, 409);
+    assert.match(twice.body.detail, new RegExp(`retried already by command ${second}`));
+    const ofSuccess = await api.post(`/v1/commands/${second}/retry`, undefined);
+    assert.equal(ofSuccess.status, 409);
+    assert.match(ofSuccess.body.detail, /is SUCCESS: only a FAILED command can be retried/);
+  });
+
+  test('many retries of one command at the same moment make one command', async () => {
+    const api = svc.client(await svc.newAccount('retry-tests'));
+    const first = await api.submit(missingInput('never-there.mp4'));
+    assert.equal((await api.waitForEnd(first)).record.status, 'FAILED');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => api.post(`/v1/commands/${first}/retry`, undefined)));
+    const accepted = answers.filter((a) => a.status === 200);
+    assert.equal(accepted.length, 1, JSON.stringify(answers.map((a) => [a.status, a.body])));
+    assert.ok(answers.every((a) => a.status === 200 || a.status === 409));
+    const retryId = accepted[0].body.command_id;
+    for (const refused of answers.filter((a) => a.status === 409)) assert.match(refused.body.detail, /retried already/);
+    const ids = ((await api.get('/v1/commands?limit=50')).body as { command_id: string; retry_of: string | null }[]).filter(
+      (c) => c.retry_of === first,
+    );
+    assert.deepEqual(
+      ids.map((c) => c.command_id),
+      [retryId],
+    );
+    await api.waitForEnd(retryId);
+  });
+
+  test("a retry is checked against today's plan; unknown commands are 404; a bad id is 422", async () => {
+    const db = svc.service.database.db;
+    await new PlansRepo(db).create({
+      name: 'lowered-later',
+      maxVcpus: 2,
+      maxCommandRunSeconds: 300,
+      requestsPerMinute: 6000,
+      storageQuotaBytes: 1e9,
+      processingQuotaBytesPerMonth: 1e10,
+      privateFiles: false,
+    });
+    const api = svc.client(await svc.newAccount('lowered-later'));
+    const first = await api.submit({ ...missingInput('gone.mp4'), vcpu_count: 2 });
+    assert.equal((await api.waitForEnd(first)).record.status, 'FAILED');
+    await new PlansRepo(db).update('lowered-later', { maxVcpus: 1 });
+    const res = await api.post(`/v1/commands/${first}/retry`, undefined);
+    assert.equal(res.status, 403, JSON.stringify(res.body));
+    assert.match(JSON.stringify(res.body.detail), /vcpu/i);
+    assert.equal((await api.get(`/v1/commands/${first}`)).body.retried_by, null);
+
+    assert.equal((await api.post('/v1/commands/00000000-0000-4000-8000-000000000000/retry', undefined)).status, 404);
+    const bad = await api.post('/v1/commands/not-a-uuid/retry', undefined);
+    assert.equal(bad.status, 422);
+    assert.deepEqual(bad.body.detail[0].loc, ['path', 'command_id']);
+  });
+});
