@@ -24,6 +24,8 @@ import { httpLatency, metricsRoute } from './metrics-route.ts';
 import type { DatabaseHealth } from '../../core/db/database-health.ts';
 import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
 import { databaseUnavailable } from '../middleware/database-unavailable.ts';
+import { commandEventRoutes } from '../routes/command-events.ts';
+import type { EventStreams } from '../events/event-streams.ts';
 
 export interface AppDeps {
   accounts: AccountsRepo;
@@ -62,6 +64,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; this bearer token). */
   metricsEndpoint?: { token: string };
+  /** GET /v1/commands/{id}/events (api/events/); absent: the route is not served. */
+  eventStreams?: EventStreams;
 }
 
 export function createApp(d: AppDeps): Hono {
@@ -119,6 +123,7 @@ export function createApp(d: AppDeps): Hono {
       clock,
     }),
   );
+  if (d.eventStreams) api.route('/', commandEventRoutes({ streams: d.eventStreams, readCommand: d.readCommand }));
   api.route(
     '/',
     fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),

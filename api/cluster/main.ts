@@ -31,6 +31,7 @@ const api = await startClusterApi({
   reportLimits: config,
   webhookAllowAddresses: config.webhookAllowAddresses,
   webhookRetentionMs: config.webhookRetentionSeconds * 1000,
+  eventStreams: { maxPerKey: config.maxEventStreamsPerKey, maxTotal: config.maxEventStreams },
   metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
 });
 logger.info({ url: api.url }, 'ffmpeg-operator API started (cluster mode)');

@@ -13,6 +13,7 @@ import type { Storage } from '../../core/storage/storage.ts';
 import { createCommandResource } from '../../core/k8s/command-resource.ts';
 import { listen } from '../app/listen.ts';
 import { buildHttpApp, createServiceRepos } from '../app/build-http-app.ts';
+import type { EventStreamLimits } from '../events/watch-event-streams.ts';
 import type { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from '../routes/job-events.ts';
@@ -40,6 +41,8 @@ export interface ClusterApiOptions {
   reportLimits?: Partial<ReportLimits>;
   /** Serves /metrics on a port of its own (FFOP_METRICS_*), apart from the public API port; none when absent. */
   metricsServer?: Pick<MetricsServerOptions, 'host' | 'port' | 'token'>;
+  /** FFOP_MAX_EVENT_STREAMS_PER_KEY, FFOP_MAX_EVENT_STREAMS. */
+  eventStreams?: EventStreamLimits;
 }
 
 export async function startClusterApi(
@@ -76,6 +79,7 @@ export async function startClusterApi(
     }),
     webhookAllowAddresses: o.webhookAllowAddresses ?? [],
     webhookRetentionMs: o.webhookRetentionMs,
+    eventStreams: o.eventStreams,
   });
   const server: ServerType = await listen(http.app.fetch, o.host, o.port);
   const port = (server.address() as AddressInfo).port;
@@ -88,6 +92,7 @@ export async function startClusterApi(
     accounts: repos.accounts,
     commands,
     close: async () => {
+      http.closeEventStreams(); // else the server's close waits for them
       await new Promise<void>((res) => server.close(() => res()));
       await metricsServer?.close();
       await http.close();

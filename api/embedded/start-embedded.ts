@@ -139,6 +139,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
           : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
       trustedProxies: config.trustedProxies,
+      eventStreams: { maxPerKey: config.maxEventStreamsPerKey, maxTotal: config.maxEventStreams },
       metrics,
       // Behind a token always: FFOP_METRICS_TOKEN, else one generated into the data folder once.
       metricsEndpoint: { token: config.metricsToken ?? (await persistentSecret(join(config.dataDir, METRICS_TOKEN_FILE))) },
@@ -170,6 +171,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       initialKey,
       close: async () => {
         await admin.close();
+        http.closeEventStreams(); // else the server's close waits for them
         await new Promise<void>((res) => server.close(() => res()));
         await engine.stop();
         await backend.close();
