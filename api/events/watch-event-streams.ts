@@ -3,6 +3,7 @@
 // a revoked key's streams.
 import { and, inArray, isNull } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import type { Config } from '../../core/config.ts';
 import { KEYS_CHANGED_CHANNEL } from '../../core/accounts/key-cache.ts';
 import { CommandEventHub, type CommandRead } from '../../core/commands/command-event-hub.ts';
 import type { Database, Db } from '../../core/db/database.ts';
@@ -13,6 +14,17 @@ import { EventStreams, type EventStreamsOptions } from './event-streams.ts';
 
 /** FFOP_MAX_EVENT_STREAMS_PER_KEY and FFOP_MAX_EVENT_STREAMS, and (tests) shorter heartbeats and lifetimes. */
 export type EventStreamLimits = Pick<EventStreamsOptions, 'maxPerKey' | 'maxTotal' | 'heartbeatMs' | 'lifetimeMs'>;
+
+/** The limits the settings give. */
+export function eventStreamLimits(
+  config: Pick<Config, 'maxEventStreamsPerKey' | 'maxEventStreams' | 'eventStreamLifetimeSeconds'>,
+): EventStreamLimits {
+  return {
+    maxPerKey: config.maxEventStreamsPerKey,
+    maxTotal: config.maxEventStreams,
+    lifetimeMs: config.eventStreamLifetimeSeconds * 1000,
+  };
+}
 
 export interface WatchedEventStreams {
   hub: CommandEventHub;

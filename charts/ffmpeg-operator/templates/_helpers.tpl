@@ -150,6 +150,8 @@ by reference; extraEnv comes last, so an entry there overrides one here.
   value: {{ .maxEventStreamsPerKey | int64 | quote }}
 - name: FFOP_MAX_EVENT_STREAMS
   value: {{ .maxEventStreams | int64 | quote }}
+- name: FFOP_EVENT_STREAM_LIFETIME_SECONDS
+  value: {{ .eventStreamLifetimeSeconds | int64 | quote }}
 - name: FFOP_ABANDONED_UPLOAD_SECONDS
   value: {{ .abandonedUploadSeconds | int64 | quote }}
 {{- end }}
