@@ -14,6 +14,23 @@ export interface CommandEventRoutesDeps {
   readCommand: (accountId: string, id: string) => Promise<CommandWithOutputs | null>;
 }
 
+/** One event of the stream, as SSE readers (and schemathesis) see it. */
+const eventSchema = {
+  type: 'object',
+  properties: {
+    event: { type: 'string', enum: ['state', 'end'] as string[] },
+    id: { type: 'string', description: 'Names the state the event shows; send it back as Last-Event-ID to resume.' },
+    data: {
+      type: 'string',
+      contentMediaType: 'application/json',
+      description:
+        '`state`: {command_id, status, processing_stage, queue_reason, progress}. `end`: the record GET /v1/commands/{command_id} answers.',
+    },
+    retry: { type: 'integer' },
+  },
+  required: ['data'] as string[],
+} as const;
+
 /** Last-Event-ID is ours when it is one: anything else (too long, another server's) resumes nothing. */
 const LAST_EVENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -36,7 +53,7 @@ export function commandEventRoutes(d: CommandEventRoutesDeps): Hono<AppEnv> {
       responses: {
         200: {
           description: 'The event stream',
-          content: { 'text/event-stream': { schema: { type: 'string' } } },
+          content: { 'text/event-stream': { schema: eventSchema } },
         },
         404: responses.json(responses.detailString, 'No such command'),
         ...commonResponses,
