@@ -172,3 +172,21 @@ describe('command event streams, embedded mode', () => {
     await cancel(blocker);
   });
 });
+
+describe('event streams at shutdown', () => {
+  test("the service's close ends its open streams (it would otherwise wait for them)", async () => {
+    const svc = await startService({ env: { FFOP_LOCAL_MAX_VCPUS: '1' } });
+    try {
+      const api = svc.client();
+      await api.submit(realTime(60));
+      const id = await api.submit(realTime(1));
+      const stream = await openEventStream(svc.url, svc.key, id);
+      assert.equal((await stream.next())!.event, 'state');
+      await svc.stop(); // the test's own timeout is the deadline
+      await stream.ended;
+      assert.equal(stream.events.length, 1);
+    } finally {
+      await svc.close();
+    }
+  });
+});

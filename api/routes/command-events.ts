@@ -66,6 +66,11 @@ export function commandEventRoutes(d: CommandEventRoutesDeps): Hono<AppEnv> {
     async (c) => {
       const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
       const caller = c.get('caller');
+      // HEAD runs this GET route, and its body would never be read nor cancelled: no stream for it.
+      if (c.req.method === 'HEAD') {
+        if (!(await d.readCommand(caller.account.id, id))) return c.json({ detail: 'Command not found' }, 404);
+        return c.body(null, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' });
+      }
       const slot = d.streams.take(caller.keyId);
       if ('detail' in slot) return c.json({ detail: slot.detail }, 429, { 'retry-after': String(slot.retryAfterSeconds) });
       const lastEventId = c.req.header('last-event-id')?.trim();

@@ -79,6 +79,12 @@ describe('attacks on event streams', () => {
   test('connections dropped at once give their slots back', async () => {
     const key = await svc.newAccount('pro');
     const id = await svc.client(key).submit(long);
+    // HEAD answers the headers and holds no stream.
+    for (let i = 0; i < 2 * PER_KEY; i += 1) {
+      const head = await fetch(`${svc.url}/v1/commands/${id}/events`, { method: 'HEAD', headers: { 'x-api-key': key } });
+      assert.equal(head.status, 200);
+      assert.match(head.headers.get('content-type') ?? '', /^text\/event-stream/);
+    }
     for (let round = 0; round < 5; round += 1) {
       const answers = await flood(key, id, PER_KEY);
       for (const s of answers) s.close();
