@@ -18,3 +18,17 @@ test('FFOP_WEBHOOK_RETENTION_SECONDS: 30 days by default; anything but a positiv
     assert.throws(() => loadConfig({ FFOP_WEBHOOK_RETENTION_SECONDS: bad }), /FFOP_WEBHOOK_RETENTION_SECONDS must be a positive number/);
   }
 });
+
+test('FFOP_MAX_EVENT_STREAMS_PER_KEY, FFOP_MAX_EVENT_STREAMS, FFOP_EVENT_STREAM_LIFETIME_SECONDS: 20, 5,000, 1 h by default; anything but a positive number stops the start', () => {
+  assert.equal(loadConfig({}).maxEventStreamsPerKey, 20);
+  assert.equal(loadConfig({}).maxEventStreams, 5_000);
+  assert.equal(loadConfig({}).eventStreamLifetimeSeconds, 3_600);
+  assert.equal(loadConfig({ FFOP_EVENT_STREAM_LIFETIME_SECONDS: '60' }).eventStreamLifetimeSeconds, 60);
+  const set = loadConfig({ FFOP_MAX_EVENT_STREAMS_PER_KEY: '3', FFOP_MAX_EVENT_STREAMS: '100' });
+  assert.equal(set.maxEventStreamsPerKey, 3);
+  assert.equal(set.maxEventStreams, 100);
+  for (const name of ['FFOP_MAX_EVENT_STREAMS_PER_KEY', 'FFOP_MAX_EVENT_STREAMS', 'FFOP_EVENT_STREAM_LIFETIME_SECONDS']) {
+    for (const bad of ['0', '-1', 'many'])
+      assert.throws(() => loadConfig({ [name]: bad }), new RegExp(`${name} must be a positive number`));
+  }
+});

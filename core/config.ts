@@ -49,6 +49,12 @@ export interface Config {
   /** Bytes uploads and stored outputs must leave free on the storage's disk (local storage); else 507. */
   diskReserveBytes: number;
   maxBodyBytes: number;
+  /** FFOP_MAX_EVENT_STREAMS_PER_KEY: open event streams (GET /v1/commands/{id}/events) per API key, per process. */
+  maxEventStreamsPerKey: number;
+  /** FFOP_MAX_EVENT_STREAMS: open event streams of the whole process. */
+  maxEventStreams: number;
+  /** FFOP_EVENT_STREAM_LIFETIME_SECONDS: an event stream closes after this long (the client resumes with Last-Event-ID). */
+  eventStreamLifetimeSeconds: number;
   logLevel: string;
   defaultAccount: string;
   /** FFOP_METRICS_TOKEN: when set, /metrics needs `Authorization: Bearer <token>`. */
@@ -149,6 +155,9 @@ export function loadConfig(env: Env = process.env): Config {
     idleUploadSeconds: num(env, 'FFOP_IDLE_UPLOAD_SECONDS', 86400),
     diskReserveBytes: nonNegative(env, 'FFOP_DISK_RESERVE_BYTES', 128 * 1024 * 1024),
     maxBodyBytes: num(env, 'FFOP_MAX_BODY_BYTES', 1024 * 1024),
+    maxEventStreamsPerKey: num(env, 'FFOP_MAX_EVENT_STREAMS_PER_KEY', 20),
+    maxEventStreams: num(env, 'FFOP_MAX_EVENT_STREAMS', 5_000),
+    eventStreamLifetimeSeconds: num(env, 'FFOP_EVENT_STREAM_LIFETIME_SECONDS', 3_600),
     logLevel: env.FFOP_LOG_LEVEL ?? 'info',
     defaultAccount: env.FFOP_DEFAULT_ACCOUNT ?? 'default',
     metricsToken: env.FFOP_METRICS_TOKEN || null,

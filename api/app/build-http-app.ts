@@ -18,6 +18,8 @@ import { WebhooksRepo } from '../../core/webhooks/webhooks-repo.ts';
 import { IdempotencyKeysRepo } from '../../core/idempotency/idempotency-keys-repo.ts';
 import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
 import { createApp, type AppDeps } from './create-app.ts';
+import type { CommandEventHub } from '../../core/commands/command-event-hub.ts';
+import { watchEventStreams, type EventStreamLimits, type WatchedEventStreams } from '../events/watch-event-streams.ts';
 
 /** The repositories a mode shares with its HTTP app. */
 export interface ServiceRepos {
@@ -54,12 +56,16 @@ export interface HttpAppOptions extends Pick<
   webhookRetentionMs?: number;
   /** QUEUED commands show queue_position (false in cluster mode with Kueue, which decides the order). Default true. */
   queuePositions?: boolean;
+  /** The event streams' limits (FFOP_MAX_EVENT_STREAMS_PER_KEY, FFOP_MAX_EVENT_STREAMS). */
+  eventStreams?: EventStreamLimits;
 }
 
 export interface HttpApp {
   app: Hono;
   /** Sends webhook deliveries (in cluster mode every API replica claims different ones). */
   webhookWorker: WebhookWorker;
+  /** Ends every open event stream: before the server's close, which waits for open responses. */
+  closeEventStreams(): void;
   /** Stops the webhook worker and the caches' watches (not the server, nor the database). */
   close(): Promise<void>;
 }
@@ -68,12 +74,23 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
   const { accounts, commands, files } = o.repos;
   // Command states may be written by another process (the operator, another replica): the database's
   // notifications keep the poll cache and the key cache current.
-  const polls = await watchedPollCache(o.database, commands);
   const idempotencyKeys = new IdempotencyKeysRepo(o.database.db);
+  // The event streams' hub hears of a change after the poll cache forgot it, so its read is current.
+  let hub: CommandEventHub | undefined;
+  const polls = await watchedPollCache(o.database, commands, { onChanged: (id) => hub?.changed(id), onResync: () => hub?.resync() });
   let stopKeyWatch: (() => Promise<void>) | undefined;
+  let events: WatchedEventStreams | undefined;
   let webhookWorker: WebhookWorker;
   try {
     stopKeyWatch = await watchKeyChanges(o.database);
+    events = await watchEventStreams({
+      database: o.database,
+      read: polls.find,
+      storage: o.storage,
+      logger: o.logger,
+      limits: o.eventStreams,
+    });
+    hub = events.hub;
     webhookWorker = await startWebhookWorker({
       database: o.database,
       commands,
@@ -87,12 +104,14 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
     });
   } catch (err) {
     // The caller gets no close() to call: what started here stops here.
+    await events?.stop();
     await stopKeyWatch?.();
     await polls.stop();
     throw err;
   }
   const stopKeys = stopKeyWatch;
   const queue = o.queuePositions === false ? null : new QueueSnapshot({ load: (since) => loadQueueState(o.database.pollReads, since) });
+  const eventStreams = events;
   const app = createApp({
     accounts,
     commands,
@@ -116,11 +135,14 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
     metricsEndpoint: o.metricsEndpoint,
     webhooks: { webhooks: new WebhooksRepo(o.database.db), addressPolicy: createAddressPolicy(o.webhookAllowAddresses) },
     health: o.database.health,
+    eventStreams: eventStreams.streams,
   });
   return {
     app,
     webhookWorker,
+    closeEventStreams: () => eventStreams.streams.closeAll(),
     close: async () => {
+      await eventStreams.stop();
       await webhookWorker.stop();
       await polls.stop();
       await stopKeys();

@@ -26,6 +26,8 @@ import { isDatabaseUnavailable } from '../../core/db/unavailable.ts';
 import { databaseUnavailable } from '../middleware/database-unavailable.ts';
 import { IDEMPOTENT_POSTS, idempotency } from '../middleware/idempotency.ts';
 import type { IdempotencyKeysRepo } from '../../core/idempotency/idempotency-keys-repo.ts';
+import { commandEventRoutes } from '../routes/command-events.ts';
+import type { EventStreams } from '../events/event-streams.ts';
 
 export interface AppDeps {
   accounts: AccountsRepo;
@@ -67,6 +69,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Embedded mode: GET /metrics on this app, outside /v1 (no API key; this bearer token). */
   metricsEndpoint?: { token: string };
+  /** GET /v1/commands/{id}/events (api/events/); absent: the route is not served. */
+  eventStreams?: EventStreams;
 }
 
 export function createApp(d: AppDeps): Hono {
@@ -128,6 +132,7 @@ export function createApp(d: AppDeps): Hono {
       clock,
     }),
   );
+  if (d.eventStreams) api.route('/', commandEventRoutes({ streams: d.eventStreams, readCommand: d.readCommand }));
   api.route(
     '/',
     fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),

@@ -7,6 +7,7 @@ import { createLogger } from '../../core/logger.ts';
 import { createStorage } from '../../core/storage/create-storage.ts';
 import { publicFilesProxy } from '../routes/public-files-proxy.ts';
 import { startClusterApi } from './start-cluster-api.ts';
+import { eventStreamLimits } from '../events/watch-event-streams.ts';
 import { CLUSTER_API_METRICS_PORT, metricsServerSettings } from '../../core/metrics/metrics-server.ts';
 
 const config = loadConfig();
@@ -31,6 +32,7 @@ const api = await startClusterApi({
   reportLimits: config,
   webhookAllowAddresses: config.webhookAllowAddresses,
   webhookRetentionMs: config.webhookRetentionSeconds * 1000,
+  eventStreams: eventStreamLimits(config),
   metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
   queueingMode: cluster.queueing.mode,
 });

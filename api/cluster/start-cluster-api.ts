@@ -13,6 +13,7 @@ import type { Storage } from '../../core/storage/storage.ts';
 import { createCommandResource } from '../../core/k8s/command-resource.ts';
 import { listen } from '../app/listen.ts';
 import { buildHttpApp, createServiceRepos } from '../app/build-http-app.ts';
+import type { EventStreamLimits } from '../events/watch-event-streams.ts';
 import type { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
 import { DEFAULT_REPORT_LIMITS, jobEventRoutes, type ReportLimits } from '../routes/job-events.ts';
@@ -42,6 +43,8 @@ export interface ClusterApiOptions {
   metricsServer?: Pick<MetricsServerOptions, 'host' | 'port' | 'token'>;
   /** FFOP_QUEUEING_MODE: with kueue, Kueue decides the order and commands show no queue_position. */
   queueingMode?: 'builtin' | 'kueue';
+  /** FFOP_MAX_EVENT_STREAMS_PER_KEY, FFOP_MAX_EVENT_STREAMS. */
+  eventStreams?: EventStreamLimits;
 }
 
 export async function startClusterApi(
@@ -79,6 +82,7 @@ export async function startClusterApi(
     webhookAllowAddresses: o.webhookAllowAddresses ?? [],
     webhookRetentionMs: o.webhookRetentionMs,
     queuePositions: o.queueingMode !== 'kueue',
+    eventStreams: o.eventStreams,
   });
   const server: ServerType = await listen(http.app.fetch, o.host, o.port);
   const port = (server.address() as AddressInfo).port;
@@ -91,6 +95,7 @@ export async function startClusterApi(
     accounts: repos.accounts,
     commands,
     close: async () => {
+      http.closeEventStreams(); // else the server's close waits for them
       await new Promise<void>((res) => server.close(() => res()));
       await metricsServer?.close();
       await http.close();

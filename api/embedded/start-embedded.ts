@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerType } from '@hono/node-server';
 import { listen } from '../app/listen.ts';
+import { eventStreamLimits } from '../events/watch-event-streams.ts';
 import { buildHttpApp, createServiceRepos, type HttpApp } from '../app/build-http-app.ts';
 import type { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
 import type { CommandsRepo } from '../../core/commands/commands-repo.ts';
@@ -139,6 +140,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
           : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
       trustedProxies: config.trustedProxies,
+      eventStreams: eventStreamLimits(config),
       metrics,
       // Behind a token always: FFOP_METRICS_TOKEN, else one generated into the data folder once.
       metricsEndpoint: { token: config.metricsToken ?? (await persistentSecret(join(config.dataDir, METRICS_TOKEN_FILE))) },
@@ -170,6 +172,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       initialKey,
       close: async () => {
         await admin.close();
+        http.closeEventStreams(); // else the server's close waits for them
         await new Promise<void>((res) => server.close(() => res()));
         await engine.stop();
         await backend.close();

@@ -125,18 +125,32 @@ export class PollCache {
   }
 }
 
+export interface WatchedPollCacheOptions extends PollCacheOptions {
+  reads?: CommandsRepo;
+  /** After the cache forgot a changed command: a read now gets the change (the event streams' hub). */
+  onChanged?: (id: string) => void;
+  /** After the cache was cleared (changes may have been missed). */
+  onResync?: () => void;
+}
+
 /**
  * A poll cache kept current by the database's change notifications; `stop` ends the listening. New
  * commands are written through `commands`; the polls' reads go through `reads`, by default on the
  * database's handle for poll reads, ahead of the writes queued meanwhile (Database.pollReads).
  */
-export async function watchedPollCache(database: Database, commands: CommandsRepo, o: PollCacheOptions & { reads?: CommandsRepo } = {}) {
+export async function watchedPollCache(database: Database, commands: CommandsRepo, o: WatchedPollCacheOptions = {}) {
   const cache = new PollCache(o);
   const reads = o.reads ?? new CommandsRepo(database.pollReads);
   const stop = await database.listen(
     COMMAND_CHANGED_CHANNEL,
-    (id) => cache.changed(id),
-    () => cache.clear(),
+    (id) => {
+      cache.changed(id);
+      o.onChanged?.(id);
+    },
+    () => {
+      cache.clear();
+      o.onResync?.();
+    },
   );
   return {
     cache,

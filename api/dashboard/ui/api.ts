@@ -64,6 +64,22 @@ export class Api {
   /** `presign`: private outputs come with presigned URLs (valid an hour), so their previews play. */
   command = (id: string, presign = true) =>
     this.request<CommandRecord>('GET', `/v1/commands/${encodeURIComponent(id)}${presign ? '?presigned_ttl_seconds=3600' : ''}`);
+  /** The command's event stream (use-command-live.ts reads it); throws as `request` does when it is not 200. */
+  async events(id: string, lastEventId: string | null, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const headers: Record<string, string> = { 'X-API-KEY': this.#key, accept: 'text/event-stream' };
+    if (lastEventId !== null) headers['last-event-id'] = lastEventId;
+    const res = await fetch(`/v1/commands/${encodeURIComponent(id)}/events`, { headers, signal });
+    if (res.ok && res.body) return res.body;
+    const text = await res.text();
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      json = null;
+    }
+    if (res.status === 401) this.#onUnauthorized();
+    throw errorOf(res.status, json, text);
+  }
   cancel = (id: string) => this.request<CommandRecord>('POST', `/v1/commands/${encodeURIComponent(id)}/cancel`);
   submit = (body: unknown) => this.request<{ command_id: string }>('POST', '/v1/run-ffmpeg-command', body);
   listFiles = (limit: number, offset: number) => this.request<StoredFile[]>('GET', `/v1/files?limit=${limit}&offset=${offset}`);

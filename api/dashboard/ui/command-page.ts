@@ -1,4 +1,4 @@
-// One command: status and progress (live until it ends), its error, what was asked, and its outputs
+// One command: status and progress (live until it ends, from its event stream), its error, what was asked, and its outputs
 // with a player for each video, audio and image. QUEUED and PROCESSING commands can be cancelled.
 import { useState } from 'preact/hooks';
 import type { Api } from './api.ts';
@@ -7,16 +7,11 @@ import { ErrorMessage, ProgressView, StatusBadge } from './components.ts';
 import { formatMb, formatSeconds, formatTime, messageOf, safeUrl } from './format.ts';
 import { html } from 'htm/preact';
 import type { CommandRecord, OutputFile } from './types.ts';
-import { usePolling } from './use-polling.ts';
-
-const REFRESH_MS = 1000;
+import { useCommandLive } from './use-command-live.ts';
 
 export function CommandPage({ api, id }: { api: Api; id: string }) {
-  const polled = usePolling(
-    () => api.command(id),
-    (record) => (record && !isActive(record.status) ? null : REFRESH_MS),
-    [api, id],
-  );
+  // Live from the command's event stream; polled when the stream cannot be had.
+  const polled = useCommandLive(api, id);
   const c = polled.data;
   if (!c) {
     return html`<section>

@@ -146,6 +146,12 @@ by reference; extraEnv comes last, so an entry there overrides one here.
   value: {{ .maxMemoryBytes | int64 | quote }}
 - name: FFOP_MAX_BODY_BYTES
   value: {{ .maxBodyBytes | int64 | quote }}
+- name: FFOP_MAX_EVENT_STREAMS_PER_KEY
+  value: {{ .maxEventStreamsPerKey | int64 | quote }}
+- name: FFOP_MAX_EVENT_STREAMS
+  value: {{ .maxEventStreams | int64 | quote }}
+- name: FFOP_EVENT_STREAM_LIFETIME_SECONDS
+  value: {{ .eventStreamLifetimeSeconds | int64 | quote }}
 - name: FFOP_ABANDONED_UPLOAD_SECONDS
   value: {{ .abandonedUploadSeconds | int64 | quote }}
 {{- end }}
