@@ -3,7 +3,9 @@
 // once, also when many retries arrive at the same moment.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFile } from 'node:fs/promises';
+import { copyFile, readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { PlansRepo } from '../core/accounts/plans-repo.ts';
 import { makeClip, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
@@ -13,10 +15,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('retrying a FAILED command', () => {
   let media: MediaServer;
   let svc: ServiceFixture;
+  // Answers each path's first two requests 503, later ones with the clip; /missing.mp4 always 404.
+  let flaky: Server;
+  let flakyUrl: string;
+  const flakyRequests = new Map<string, number>();
 
   before(async () => {
     media = await startMediaServer((dir) => makeClip(dir, 'clip.mp4'));
-    svc = await startService({ allow: [media.allowEntry] });
+    flaky = createServer((req, res) => {
+      const path = req.url ?? '/';
+      const n = (flakyRequests.get(path) ?? 0) + 1;
+      flakyRequests.set(path, n);
+      if (path === '/missing.mp4') return void res.writeHead(404).end();
+      if (n <= 2) return void res.writeHead(503).end();
+      void readFile(join(media.dir, 'clip.mp4')).then((clip) => res.writeHead(200, { 'content-length': clip.length }).end(clip));
+    });
+    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r));
+    const flakyAddress = `127.0.0.1:${(flaky.address() as AddressInfo).port}`;
+    flakyUrl = `http://${flakyAddress}`;
+    svc = await startService({ allow: [media.allowEntry, flakyAddress] });
     await new PlansRepo(svc.service.database.db).create({
       name: 'retry-tests',
       maxVcpus: 2,
@@ -30,6 +47,32 @@ describe('retrying a FAILED command', () => {
   after(async () => {
     await svc?.close();
     await media?.close();
+    await new Promise((r) => flaky?.close(r));
+  });
+
+  test('an input server that answers 503 twice is tried again and the command succeeds; a 404 is not tried again', async () => {
+    const api = svc.client(await svc.newAccount('retry-tests'));
+    const ok = await api.submit({
+      input_files: { in_1: `${flakyUrl}/busy.mp4` },
+      output_files: { out_1: 'out.mp4' },
+      ffmpeg_command: '-i {{in_1}} -t 1 -c copy {{out_1}}',
+      vcpu_count: 1,
+    });
+    const done = (await api.waitForEnd(ok, 120_000)).record;
+    assert.equal(done.status, 'SUCCESS', JSON.stringify(done));
+    assert.equal(flakyRequests.get('/busy.mp4'), 3);
+
+    const missing = await api.submit({
+      input_files: { in_1: `${flakyUrl}/missing.mp4` },
+      output_files: { out_1: 'out.mp4' },
+      ffmpeg_command: '-i {{in_1}} -t 1 -c copy {{out_1}}',
+      vcpu_count: 1,
+    });
+    const failed = (await api.waitForEnd(missing, 120_000)).record;
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.error_status, 'UNREACHABLE_INPUT_FILE');
+    assert.match(failed.error_message, /answered HTTP 404/);
+    assert.equal(flakyRequests.get('/missing.mp4'), 1);
   });
 
   /** A command whose input is missing: FAILED (UNREACHABLE_INPUT_FILE) until the file appears. */
