@@ -134,6 +134,20 @@ describe('retrying a FAILED command', () => {
     assert.match(ofSuccess.body.detail, /is SUCCESS: only a FAILED command can be retried/);
   });
 
+  test('a retry sent again with its Idempotency-Key answers the same new command, not a 409', async () => {
+    const api = svc.client(await svc.newAccount('retry-tests'));
+    const first = await api.submit(missingInput('not-yet.mp4'));
+    assert.equal((await api.waitForEnd(first)).record.status, 'FAILED');
+    const headers = { 'idempotency-key': `retry-${first}` };
+    const one = await api.request('POST', `/v1/commands/${first}/retry`, undefined, headers);
+    const two = await api.request('POST', `/v1/commands/${first}/retry`, undefined, headers);
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.equal(two.status, 200, JSON.stringify(two.body));
+    assert.equal(two.body.command_id, one.body.command_id);
+    assert.equal(two.headers.get('idempotent-replayed'), 'true');
+    await api.waitForEnd(one.body.command_id);
+  });
+
   test('many retries of one command at the same moment make one command', async () => {
     const api = svc.client(await svc.newAccount('retry-tests'));
     const first = await api.submit(missingInput('never-there.mp4'));

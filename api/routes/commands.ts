@@ -193,11 +193,14 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
         "submission under today's plan and quotas. The new command's record names the one it retries (retry_of), and the " +
         'FAILED one names its retry (retried_by). A command is retried once: retry the retry if it fails too.',
       tags: ['commands'],
-      parameters: [pathParameter('command_id', commandIdParam)],
+      parameters: [pathParameter('command_id', commandIdParam), idempotencyKeyParameter],
       responses: {
         ...submitted,
         404: responses.json(responses.detailString, 'No such command'),
-        409: responses.json(responses.detailString, 'The command is not FAILED, or was retried already (the detail names the retry)'),
+        409: responses.json(
+          responses.detailString,
+          'The command is not FAILED, or was retried already (the detail names the retry); or a request with the same Idempotency-Key is still running',
+        ),
       },
     }),
     async (c) => {
