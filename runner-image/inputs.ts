@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { StepSpec } from '../core/jobs/step-spec.ts';
 import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { DownloadError, downloadToFile } from '../core/net/download.ts';
+import { DownloadError } from '../core/net/download.ts';
+import { downloadWithRetries } from '../core/net/download-retries.ts';
 import { fileNameFromUrl, safeLocalName } from '../core/net/file-name.ts';
 import { ArchiveRefused, DEFAULT_UNZIP_LIMITS, safeUnzip } from '../core/archive/safe-unzip.ts';
 import { redact, StepFailure } from './step-failure.ts';
@@ -34,7 +35,7 @@ export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortS
     const relative = join(INPUT_DIR, folder, safeLocalName(name));
     await mkdir(join(dir, INPUT_DIR, folder), { recursive: true });
     try {
-      const result = await downloadToFile(url, join(dir, relative), {
+      const result = await downloadWithRetries(url, join(dir, relative), {
         maxBytes: spec.download.maxBytes,
         timeoutMs: spec.download.timeoutSeconds * 1000,
         policy: source === 'storage' ? null : policy,

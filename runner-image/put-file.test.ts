@@ -178,3 +178,45 @@ test('a 507 from storage is a StorageAnswer with that status', async () => {
     await storage.close();
   }
 });
+
+test('storage answering 503 twice: the PUT is tried again and the third one stores the whole file', async () => {
+  const bodies: number[] = [];
+  const storage = await storageServer((req, res) => {
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => {
+      bodies.push(bytes);
+      res.writeHead(bodies.length <= 2 ? 503 : 200).end();
+    });
+  });
+  try {
+    await withFile(100_000, async (path) => {
+      await putFile(`${storage.url}/put/a?sig=x`, path, { ...options(100_000), retryDelaysMs: [10, 10] });
+    });
+    assert.deepEqual(bodies, [100_000, 100_000, 100_000]);
+  } finally {
+    await storage.close();
+  }
+});
+
+test('storage answering 500 every time, or 403 once: the 500 after three tries, the 403 at once', async () => {
+  let requests = 0;
+  let status = 500;
+  const storage = await storageServer((req, res) => {
+    requests++;
+    req.resume();
+    req.on('end', () => res.writeHead(status).end());
+  });
+  try {
+    await withFile(10, async (path) => {
+      await assert.rejects(putFile(`${storage.url}/put/a`, path, { ...options(10), retryDelaysMs: [10, 10] }), { status: 500 });
+      assert.equal(requests, 3);
+      requests = 0;
+      status = 403;
+      await assert.rejects(putFile(`${storage.url}/put/a`, path, { ...options(10), retryDelaysMs: [10, 10] }), { status: 403 });
+      assert.equal(requests, 1);
+    });
+  } finally {
+    await storage.close();
+  }
+});

@@ -20,6 +20,34 @@ export interface PutFileOptions {
   signal: AbortSignal;
   /** The local storage's hand-off folder (the runner's handoffDir setting), when the runner may use it. */
   handoffDir?: string;
+  /** Waits between tries; default UPLOAD_RETRY_DELAYS_MS. */
+  retryDelaysMs?: readonly number[];
+}
+
+/** An upload that storage answered 5xx, or that failed on the way (a reset, a refused connection), is tried again after these waits (3 tries in all). */
+export const UPLOAD_RETRY_DELAYS_MS = [1_000, 3_000];
+
+/** Tries `put` again while what failed may pass: a 5xx from storage (not 507), or the transfer's own error; not a 4xx, not a cancel. */
+async function withRetries(put: () => Promise<void>, signal: AbortSignal, delaysMs: readonly number[]): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await put();
+    } catch (err) {
+      // 507: storage is full, which another try will not change (the step fails OUT_OF_SPACE).
+      const mayPass = err instanceof StorageAnswer ? err.status >= 500 && err.status !== 507 : true;
+      const delay = delaysMs[attempt];
+      if (!mayPass || delay === undefined || signal.aborted) throw err;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, delay);
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
 }
 
 /** Storage answered, but not 2xx. */
@@ -39,7 +67,12 @@ export async function putFile(url: string, path: string, o: PutFileOptions): Pro
     const headers: Record<string, string> = handoff
       ? { 'content-length': '0', [HANDOFF_HEADER]: handoff.name, [HANDOFF_SIZE_HEADER]: String(o.size) }
       : { 'content-length': String(o.size) };
-    await send(url, handoff ? Readable.from([]) : createReadStream(path), { ...headers, 'content-type': o.contentType }, o.signal);
+    // Each try streams the file (or names the hand-off file) afresh.
+    await withRetries(
+      () => send(url, handoff ? Readable.from([]) : createReadStream(path), { ...headers, 'content-type': o.contentType }, o.signal),
+      o.signal,
+      o.retryDelaysMs ?? UPLOAD_RETRY_DELAYS_MS,
+    );
   } finally {
     // Adopted: gone already. Refused or never received: nothing else removes it.
     if (handoff) await rm(handoff.path, { force: true });

@@ -57,6 +57,8 @@ export async function commandRecord(
     timings: timingsView(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
+    retry_of: c.retryOf,
+    retried_by: c.retriedBy,
     original_request: c.originalRequest,
     total_processing_seconds: seconds(c.createdAt, c.finishedAt ?? now),
     ffmpeg_command_run_seconds: round(c.ffmpegSeconds, 3),
@@ -96,5 +98,7 @@ export function commandListItem(c: CommandListRow, now: Date) {
     timings: timingsView(c),
     error_status: c.errorStatus,
     error_message: c.errorMessage,
+    retry_of: c.retryOf,
+    retried_by: c.retriedBy,
   };
 }

@@ -24,6 +24,7 @@ export const IDEMPOTENT_POSTS = [
   '/v1/run-chained-ffmpeg-commands',
   '/v1/files/store-file',
   '/v1/files/init-upload',
+  '/v1/commands/:command_id/retry',
 ] as const;
 
 export interface IdempotencyDeps {

@@ -86,6 +86,16 @@ const errorFields = {
   },
   error_status: { type: ['string', 'null'], enum: [...Object.values(ErrorStatus), null], description: errorStatusDescription },
   error_message: { type: ['string', 'null'], description: 'Human-readable details when the command failed.' },
+  retry_of: {
+    type: ['string', 'null'],
+    format: 'uuid',
+    description: 'The FAILED command this one runs again (POST /v1/commands/{command_id}/retry); null otherwise.',
+  },
+  retried_by: {
+    type: ['string', 'null'],
+    format: 'uuid',
+    description: 'The command that runs this FAILED one again; null until it is retried.',
+  },
 };
 
 const progressSchema = {

@@ -15,6 +15,8 @@ import { NOT_QUEUED, type QueueView } from '../../core/commands/queue-snapshot.t
 import { endsAtSubmit } from '../../core/commands/ended-at-submit.ts';
 import type { AppEnv } from '../middleware/auth.ts';
 import { chainRow, singleCommandRow } from '../commands/submission.ts';
+import { retryRefusal, retryRow } from '../commands/retry.ts';
+import { isUniqueViolation } from '../../core/db/unique-violation.ts';
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
 import { commandIdParam, listQuerySchema, presignQuerySchema, runChainSchema, runCommandSchema } from '../schemas/commands.ts';
 import { invalid, jsonBody, parseWith, queryParams } from '../schemas/validation.ts';
@@ -179,6 +181,45 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       d.cancelRequested?.(id);
       const queue = (await d.queueView?.(found.row)) ?? NOT_QUEUED;
       return c.json(await commandRecord(found.row, found.files, d.storage, d.clock(), undefined, queue), 202);
+    },
+  );
+
+  app.post(
+    '/v1/commands/:command_id/retry',
+    describeRoute({
+      summary: 'Run a FAILED command again',
+      description:
+        "Submits a FAILED command's request again as a new command (a new command_id), checked and admitted like a new " +
+        "submission under today's plan and quotas. The new command's record names the one it retries (retry_of), and the " +
+        'FAILED one names its retry (retried_by). A command is retried once: retry the retry if it fails too.',
+      tags: ['commands'],
+      parameters: [pathParameter('command_id', commandIdParam), idempotencyKeyParameter],
+      responses: {
+        ...submitted,
+        404: responses.json(responses.detailString, 'No such command'),
+        409: responses.json(
+          responses.detailString,
+          'The command is not FAILED, or was retried already (the detail names the retry); or a request with the same Idempotency-Key is still running',
+        ),
+      },
+    }),
+    async (c) => {
+      const id = parseWith(commandIdParam, c.req.param('command_id'), ['path', 'command_id']);
+      const caller = c.get('caller');
+      const failed = await d.commands.findById(id);
+      if (!failed || failed.accountId !== caller.account.id) return c.json({ detail: 'Command not found' }, 404);
+      const refusal = retryRefusal(failed);
+      if (refusal) return c.json({ detail: refusal }, 409);
+      const row = retryRow(caller, failed);
+      await refuseInvalidStorageUrls(row.inputs, row.inputArchiveUrl);
+      try {
+        return await submit(c, () => row);
+      } catch (err) {
+        // Another retry of the same command was stored first (the unique index on retry_of).
+        if (!isUniqueViolation(err)) throw err;
+        const now = await d.commands.findById(id);
+        return c.json({ detail: retryRefusal({ ...failed, retriedBy: now?.retriedBy ?? 'another request' }) }, 409);
+      }
     },
   );
 

@@ -97,6 +97,8 @@ export interface CommandListRow extends Pick<
   | 'queueReason'
   | 'errorStatus'
   | 'errorMessage'
+  | 'retryOf'
+  | 'retriedBy'
   // progress and timings (timings.ts)
   | 'progress'
   | 'currentStep'

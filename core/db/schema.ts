@@ -140,6 +140,10 @@ export const commands = pgTable(
     progress: jsonb('progress').$type<CommandProgress | null>(),
     /** `POST /v1/commands/{id}/cancel` on a running command: the reconciler stops its job and fails it. */
     cancelRequestedAt: timestamp('cancel_requested_at', { withTimezone: true, precision: 3 }),
+    /** `POST /v1/commands/{id}/retry`: the FAILED command this one runs again (migration 0012: unique, a foreign key). */
+    retryOf: uuid('retry_of'),
+    /** The command that runs this FAILED one again; set by a trigger when that one is stored (migration 0012). */
+    retriedBy: uuid('retried_by'),
     /** Each ended step's timings, written with its result (core/commands/timings.ts); null before the first ends. */
     timings: jsonb('timings').$type<StoredStepTiming[] | null>(),
     /** When the current step started (its job was started, or released by the cluster's queue); null while it waits. */
@@ -155,6 +159,9 @@ export const commands = pgTable(
     index('commands_active_idx')
       .on(t.status, t.seq)
       .where(sql`${t.status} in ('QUEUED', 'PROCESSING')`),
+    uniqueIndex('commands_retry_of_idx')
+      .on(t.retryOf)
+      .where(sql`${t.retryOf} is not null`),
   ],
 );
 

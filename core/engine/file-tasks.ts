@@ -20,7 +20,8 @@ import type { FileRow, FilesRepo } from '../files/files-repo.ts';
 import { contentTypeForFileName } from '../media/mime.ts';
 import type { FileProber } from '../media/file-prober.ts';
 import { createAddressPolicy } from '../net/address-policy.ts';
-import { DownloadError, downloadToFile } from '../net/download.ts';
+import { DownloadError } from '../net/download.ts';
+import { downloadWithRetries } from '../net/download-retries.ts';
 import type { Storage } from '../storage/storage.ts';
 import { isOutOfSpace, outOfSpaceMessage } from '../storage/out-of-space.ts';
 import type { EngineMetrics } from '../metrics/metrics.ts';
@@ -168,7 +169,7 @@ export class FileTasks {
     await this.withTempDir(async (dir) => {
       const path = join(dir, f.fileName);
       try {
-        await downloadToFile(f.originalFileUrl!, path, {
+        await downloadWithRetries(f.originalFileUrl!, path, {
           maxBytes: this.options.download.maxBytes,
           timeoutMs: this.options.download.timeoutSeconds * 1000,
           policy: createAddressPolicy(this.options.download.allow),

@@ -27,7 +27,8 @@ export interface JobRequest {
  */
 export type BackendEvent =
   | { type: 'requeue'; reason: string }
-  | { type: 'lost'; reason: string }
+  /** maxStarts: the most times the step may start in all before the command fails (default: the reconciler's maxAttempts). */
+  | { type: 'lost'; reason: string; maxStarts?: number }
   /** Kueue mode: the cluster's queue resumed the step's suspended Job (it runs now), or suspended it again (preempted, evicted). */
   | { type: 'released' }
   | { type: 'suspended'; reason: string };

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { RunnerEvent } from '../jobs/step-spec.ts';
 import { runnerEnv, runnerNodeArgs, type RunnerSettings } from '../jobs/runner-contract.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
-import type { JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
+import type { BackendEvent, JobBackend, JobListener, JobRef, JobRequest } from './job-backend.ts';
 import type { UidPool } from '../confine/uid-pool.ts';
 import { setSessionNiceness } from '../confine/session-priority.ts';
 
@@ -17,6 +17,8 @@ const STDERR_TAIL = 4096;
 /** Jobs a runner works on before it is replaced: bounds what a slow leak in a long-lived runner could grow to. */
 const JOBS_PER_RUNNER = 200;
 const KILL_GRACE_MS = 5000;
+/** A step whose runner died without a result starts at most this often (once more). */
+export const RUNNER_DEATH_MAX_STARTS = 2;
 /**
  * Runners (and the ffmpeg they start) run at a lower CPU priority than the service, so requests,
  * admissions and results are not held up behind encodes on the same cores. ffmpeg loses nothing
@@ -145,13 +147,12 @@ export class LocalProcessBackend implements JobBackend {
       if (job === null) return;
       if (job.deadline) clearTimeout(job.deadline);
       const detail = runner.stderrTail.trim().split('\n').slice(-5).join('\n');
+      // Not the command's fault (killed, out of memory, a crash): the step runs again once as its next
+      // attempt; a second death fails the command INTERRUPTED, naming this.
       this.emit(job, {
-        type: 'result',
-        ok: false,
-        errorStatus: ErrorStatus.INTERNAL_ERROR,
-        errorMessage: `the runner exited (${signal ?? `code ${code}`}) without a result${detail ? `: ${detail}` : ''}`,
-        ffmpegSeconds: null,
-        inputBytes: 0,
+        type: 'lost',
+        reason: `the runner exited (${signal ?? `code ${code}`}) without a result${detail ? `: ${detail}` : ''}`,
+        maxStarts: RUNNER_DEATH_MAX_STARTS,
       });
       job.runner = null;
     });
@@ -229,10 +230,10 @@ export class LocalProcessBackend implements JobBackend {
     await Promise.all([...this.jobs.keys()].map((name) => this.deleteJob(name)));
   }
 
-  private emit(job: LocalJob, event: RunnerEvent): void {
-    // After a deadline or deletion the job may still print; only its first result counts.
+  private emit(job: LocalJob, event: RunnerEvent | BackendEvent): void {
+    // After a deadline or deletion the job may still print; only its first result (or its loss) counts.
     if (job.finished || !this.jobs.has(job.ref.name)) return;
-    if (event.type === 'result') job.finished = true;
+    if (event.type === 'result' || event.type === 'lost') job.finished = true;
     for (const listener of this.listeners) listener(job.ref, event);
   }
 }

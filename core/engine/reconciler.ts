@@ -296,7 +296,7 @@ export class Reconciler {
       // Its step's job is gone (the process restarted), or its pod was lost with its node: the step runs
       // again as a new attempt, or after maxAttempts the command fails INTERRUPTED.
       if (seen.jobExists === false) return this.act.runStepAgain(command, 'its job was lost (the service restarted while it ran?)');
-      if (seen.podLost !== undefined) return this.act.runStepAgain(command, seen.podLost);
+      if (seen.podLost !== undefined) return this.act.runStepAgain(command, seen.podLost, seen.podLostMaxStarts);
       return; // it runs: its deadline is its Job's (CommandActions.startStep)
     }
     // QUEUED. Kueue mode: a step waiting in the cluster's queue whose Job went (deleted by hand, say) gets it again.
@@ -328,10 +328,10 @@ export class Reconciler {
   }
 
   /** The backend lost the step's pod (its node died or was drained): run the step again, or give up. */
-  private async retryLost(ref: JobRef, reason: string): Promise<void> {
+  private async retryLost(ref: JobRef, reason: string, maxStarts?: number): Promise<void> {
     const command = await this.options.commands.findById(ref.commandId);
     if (!runsStep(command, ref)) return;
-    await this.reconcileCommand(command, { podLost: reason });
+    await this.reconcileCommand(command, { podLost: reason, podLostMaxStarts: maxStarts });
     this.act.deleteFinishedJob(ref.name);
   }
 
@@ -340,7 +340,7 @@ export class Reconciler {
       case 'requeue':
         return this.requeue(ref, event.reason);
       case 'lost':
-        return this.retryLost(ref, event.reason);
+        return this.retryLost(ref, event.reason, event.maxStarts);
       case 'released':
         return this.released(ref);
       case 'suspended':
@@ -428,6 +428,8 @@ export interface Seen {
   stepEnded?: StepEnded;
   /** The backend lost its step's pod (its node died or was drained): why. */
   podLost?: string;
+  /** The most starts the backend allows a step lost that way (embedded: a runner that died runs again once). */
+  podLostMaxStarts?: number;
 }
 
 /** A row of the active commands' reads (status, step, attempt), not of the queue's (plan's limit). */

@@ -18,10 +18,13 @@ import { guardedRequest, type GuardedResponse } from './guarded-request.ts';
 
 export class DownloadError extends Error {
   errorStatus: ErrorStatus;
-  constructor(errorStatus: ErrorStatus, message: string) {
+  /** Not the URL's fault and may pass (a connection error, a silence, an HTTP 5xx): worth another try (download-retries.ts). */
+  retryable: boolean;
+  constructor(errorStatus: ErrorStatus, message: string, retryable = false) {
     super(message);
     this.name = 'DownloadError';
     this.errorStatus = errorStatus;
+    this.retryable = retryable;
   }
 }
 
@@ -77,7 +80,7 @@ export async function downloadToFile(url: string, destPath: string, opts: Downlo
       }
       if (status < 200 || status > 299) {
         request.destroy();
-        throw unreachable(`GET ${describe(target)} answered HTTP ${status}`);
+        throw unreachable(`GET ${describe(target)} answered HTTP ${status}`, status >= 500);
       }
       const bytes = await saveBody(response, target, destPath, opts.maxBytes, signal);
       return { bytes, contentType: response.headers['content-type'] ?? null, finalUrl: target.href };
@@ -87,8 +90,8 @@ export async function downloadToFile(url: string, destPath: string, opts: Downlo
   }
 }
 
-function unreachable(message: string): DownloadError {
-  return new DownloadError(ErrorStatus.UNREACHABLE_INPUT_FILE, message);
+function unreachable(message: string, retryable = false): DownloadError {
+  return new DownloadError(ErrorStatus.UNREACHABLE_INPUT_FILE, message, retryable);
 }
 
 /** What messages may show of a URL: never the query string, fragment or credentials. */
@@ -136,7 +139,8 @@ function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): 
     idleTimeoutMs: idleMs,
     signal,
     label: `GET ${describe(target)}`,
-    errors: { refused: (reason) => forbidden(target, reason), unreachable },
+    // What the connection reports (no connection, a silence) may pass: worth another try.
+    errors: { refused: (reason) => forbidden(target, reason), unreachable: (message) => unreachable(message, true) },
   });
 }
 
@@ -185,8 +189,10 @@ function explainFailure(error: unknown, target: URL, opts: DownloadOptions, dead
   if (isOutOfSpace(error)) {
     return new DownloadError(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage(`downloading ${describe(target)}`));
   }
+  // The whole download's time is spent: not tried again.
   if (deadline.aborted) return unreachable(`GET ${describe(target)} timed out after ${opts.timeoutMs} ms`);
-  return unreachable(`GET ${describe(target)} failed: ${causeOf(error)}`);
+  // A connection refused or reset may pass; a name that does not exist will not.
+  return unreachable(`GET ${describe(target)} failed: ${causeOf(error)}`, !/ENOTFOUND/.test(causeOf(error)));
 }
 
 function causeOf(error: unknown): string {

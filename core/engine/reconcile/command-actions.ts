@@ -128,8 +128,9 @@ export class CommandActions {
   async runStepAgain(
     command: Pick<CommandRow, 'id' | 'currentStep' | 'attempt' | 'stepRetries' | 'ffmpegSeconds' | 'processedBytes'>,
     reason: string,
+    maxStarts?: number,
   ): Promise<void> {
-    const maxAttempts = this.o.maxAttempts ?? 3;
+    const maxAttempts = Math.min(maxStarts ?? Infinity, this.o.maxAttempts ?? 3);
     const started = command.stepRetries + 1;
     if (started >= maxAttempts) {
       await this.fail(
