@@ -23,6 +23,8 @@ export interface Config {
   webhookAllowAddresses: string[];
   /** FFOP_WEBHOOK_RETENTION_SECONDS: delivered and failed webhook deliveries are deleted this long after they ended. */
   webhookRetentionSeconds: number;
+  /** FFOP_LOG_RETENTION_DAYS: ffmpeg's log of a command is kept this long after the command ended (GET /v1/commands/{id}/log). */
+  logRetentionDays: number;
   /** Reverse proxies (exact addresses) whose X-Forwarded-For names the client, for the failed-key limit. */
   trustedProxies: string[];
   downloadMaxBytes: number;
@@ -139,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowAddresses: list(env.FFOP_ALLOW_ADDRESSES),
     webhookAllowAddresses: list(env.FFOP_WEBHOOK_ALLOW_ADDRESSES),
     webhookRetentionSeconds: num(env, 'FFOP_WEBHOOK_RETENTION_SECONDS', 30 * 86400),
+    logRetentionDays: num(env, 'FFOP_LOG_RETENTION_DAYS', 7),
     trustedProxies: list(env.FFOP_TRUSTED_PROXIES),
     downloadMaxBytes: num(env, 'FFOP_DOWNLOAD_MAX_BYTES', 4 * 1024 ** 3),
     downloadTimeoutSeconds: num(env, 'FFOP_DOWNLOAD_TIMEOUT_SECONDS', 900),

@@ -103,7 +103,7 @@ describe('the runner process (main.ts)', () => {
     const runner = startRunner();
     runner.child.stdin.end(`${JSON.stringify(refusedSpec())}\n\n${JSON.stringify(encode)}\n`);
     assert.equal(await runner.exit, 0, runner.stderr());
-    const labels = runner.events.filter((e) => e.type !== 'progress').map(label);
+    const labels = runner.events.filter((e) => e.type !== 'progress' && e.type !== 'log').map(label);
     assert.deepEqual(labels, [
       'DOWNLOADING',
       `result ${ErrorStatus.FORBIDDEN_INPUT_ADDRESS}`,

@@ -17,10 +17,15 @@ class RecordingReporter {
   readonly events: RunnerEvent[] = [];
   readonly emit = (event: RunnerEvent): void => void this.events.push(event);
 
-  /** Stages and the result, each progress run shown once: 'DOWNLOADING', ..., 'progress', ..., 'result'. */
+  /** Stages and the result, each progress run shown once: 'DOWNLOADING', ..., 'progress', ..., 'result' (the log: logText). */
   sequence(): string[] {
-    const labels = this.events.map((e) => (e.type === 'stage' ? e.stage : e.type));
+    const labels = this.events.filter((e) => e.type !== 'log').map((e) => (e.type === 'stage' ? e.stage : e.type));
     return labels.filter((label, i) => label !== 'progress' || labels[i - 1] !== 'progress');
+  }
+
+  /** ffmpeg's log as the step sent it. */
+  logText(): string {
+    return this.events.map((e) => (e.type === 'log' ? e.text : '')).join('');
   }
 
   result(): Result {
@@ -80,6 +85,9 @@ describe('runStep', () => {
     });
     const reporter = await run(spec);
     assert.deepEqual(reporter.sequence(), ['DOWNLOADING', 'PREPARING_INPUT_FILES', 'FFMPEG_PROCESSING', 'progress', 'UPLOADING', 'result']);
+    // ffmpeg's own output went out as log events, sent before the result, without this machine's paths.
+    assert.match(reporter.logText(), /Output #0/);
+    assert.ok(reporter.events.findIndex((e) => e.type === 'log') < reporter.events.findIndex((e) => e.type === 'result'));
     // The 1 s clip's duration, as ffmpeg printed it, is what progress is measured against.
     const progress = reporter.events.filter((e) => e.type === 'progress');
     assert.ok(
@@ -111,6 +119,7 @@ describe('runStep', () => {
     });
     const reporter = await run(spec);
     assert.deepEqual(reporter.sequence(), ['DOWNLOADING', 'PREPARING_INPUT_FILES', 'FFMPEG_PROCESSING', 'result']);
+    assert.ok(reporter.logText().length > 0, "ffmpeg's error is in its log");
     const result = reporter.result();
     assert.ok(!result.ok);
     assert.equal(result.errorStatus, ErrorStatus.FFMPEG_FAILED);

@@ -19,6 +19,7 @@ import { ffmpegRanOutOfSpace, isOutOfSpace, outOfSpaceMessage } from '../core/st
 import { ffmpegErrorText } from './ffmpeg-error.ts';
 import { oomKillCount } from './memory-cgroup.ts';
 import { progressEvents } from './progress-events.ts';
+import { LogForwarder } from './log-forwarder.ts';
 import { PhaseClock } from './phase-clock.ts';
 
 export interface RunStepOptions {
@@ -82,6 +83,14 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     // A kill by the pod's OOM killer shows as a higher count afterwards.
     const oomKillsBefore = o.podMemoryLimit ? await oomKillCount() : null;
     const progress = progressEvents(spec.command, o.emit);
+    // ffmpeg's own output, for GET /v1/commands/{id}/log: paths of this machine written as "." and "<work>".
+    const log = new LogForwarder({
+      emit: o.emit,
+      paths: [
+        [dir, '.'],
+        [o.workRoot, '<work>'],
+      ],
+    });
     const run = await runFfmpeg({
       argv,
       folder: dir,
@@ -99,7 +108,8 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
         processes: DEFAULT_PROCESSES,
       },
       onProgress: progress.onProgress,
-    });
+      onStderr: (chunk) => log.push(chunk),
+    }).finally(() => log.end());
     ffmpegSeconds = run.seconds;
     progress.flush();
     if (run.timedOut) {

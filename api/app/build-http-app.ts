@@ -2,6 +2,7 @@
 // database's notifications keep current, the webhook worker and the app itself. A mode passes what
 // differs: what a submitted command sets off, which storage routes it serves, whether runners report
 // here, whether /metrics is on the public port.
+import { CommandLogsRepo, DEFAULT_LOG_RETENTION_MS } from '../../core/commands/command-logs-repo.ts';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../../core/accounts/accounts-repo.ts';
@@ -54,6 +55,8 @@ export interface HttpAppOptions extends Pick<
   webhookAllowAddresses: string[];
   /** FFOP_WEBHOOK_RETENTION_SECONDS, in ms; the worker's default when absent. */
   webhookRetentionMs?: number;
+  /** FFOP_LOG_RETENTION_DAYS, in ms: ffmpeg's logs are kept this long after their command ended (default 7 days). */
+  logRetentionMs?: number;
   /** QUEUED commands show queue_position (false in cluster mode with Kueue, which decides the order). Default true. */
   queuePositions?: boolean;
   /** The event streams' limits (FFOP_MAX_EVENT_STREAMS_PER_KEY, FFOP_MAX_EVENT_STREAMS). */
@@ -75,6 +78,8 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
   // Command states may be written by another process (the operator, another replica): the database's
   // notifications keep the poll cache and the key cache current.
   const idempotencyKeys = new IdempotencyKeysRepo(o.database.db);
+  const commandLogs = new CommandLogsRepo(o.database.db);
+  const logRetentionMs = o.logRetentionMs ?? DEFAULT_LOG_RETENTION_MS;
   // The event streams' hub hears of a change after the poll cache forgot it, so its read is current.
   let hub: CommandEventHub | undefined;
   const polls = await watchedPollCache(o.database, commands, { onChanged: (id) => hub?.changed(id), onResync: () => hub?.resync() });
@@ -100,7 +105,13 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
       allowAddresses: o.webhookAllowAddresses,
       retentionMs: o.webhookRetentionMs,
       onAttempt: (outcome) => o.metrics.webhookAttempt(outcome),
-      alsoPrune: [{ what: 'expired idempotency keys', prune: (batch) => idempotencyKeys.pruneExpired(new Date(), batch) }],
+      alsoPrune: [
+        { what: 'expired idempotency keys', prune: (batch) => idempotencyKeys.pruneExpired(new Date(), batch) },
+        {
+          what: "ffmpeg's logs past their retention",
+          prune: (batch) => commandLogs.pruneEndedBefore(new Date(Date.now() - logRetentionMs), batch),
+        },
+      ],
     });
   } catch (err) {
     // The caller gets no close() to call: what started here stops here.
@@ -121,6 +132,8 @@ export async function buildHttpApp(o: HttpAppOptions): Promise<HttpApp> {
     queueView: queue ? (command) => queue.view(command) : undefined,
     files,
     idempotencyKeys,
+    commandLogs,
+    logRetentionMs,
     storage: o.storage,
     logger: o.logger,
     dispatch: o.dispatch,

@@ -27,6 +27,8 @@ import { databaseUnavailable } from '../middleware/database-unavailable.ts';
 import { IDEMPOTENT_POSTS, idempotency } from '../middleware/idempotency.ts';
 import type { IdempotencyKeysRepo } from '../../core/idempotency/idempotency-keys-repo.ts';
 import { commandEventRoutes } from '../routes/command-events.ts';
+import { commandLogRoutes } from '../routes/command-log.ts';
+import type { CommandLogsRepo } from '../../core/commands/command-logs-repo.ts';
 import type { EventStreams } from '../events/event-streams.ts';
 
 export interface AppDeps {
@@ -71,6 +73,9 @@ export interface AppDeps {
   metricsEndpoint?: { token: string };
   /** GET /v1/commands/{id}/events (api/events/); absent: the route is not served. */
   eventStreams?: EventStreams;
+  /** ffmpeg's logs (GET /v1/commands/{id}/log) and how long they are kept after their command ended. */
+  commandLogs: CommandLogsRepo;
+  logRetentionMs: number;
 }
 
 export function createApp(d: AppDeps): Hono {
@@ -133,6 +138,7 @@ export function createApp(d: AppDeps): Hono {
     }),
   );
   if (d.eventStreams) api.route('/', commandEventRoutes({ streams: d.eventStreams, readCommand: d.readCommand }));
+  api.route('/', commandLogRoutes({ readCommand: d.readCommand, logs: d.commandLogs, retentionMs: d.logRetentionMs, clock }));
   api.route(
     '/',
     fileRoutes({ files: d.files, storage: d.storage, quotas, kickFileTasks: d.kickFileTasks, uploadTtlSeconds: d.uploadTtlSeconds }),

@@ -32,6 +32,7 @@ const api = await startClusterApi({
   reportLimits: config,
   webhookAllowAddresses: config.webhookAllowAddresses,
   webhookRetentionMs: config.webhookRetentionSeconds * 1000,
+  logRetentionMs: config.logRetentionDays * 86_400_000,
   eventStreams: eventStreamLimits(config),
   metricsServer: metricsServerSettings(config, CLUSTER_API_METRICS_PORT) ?? undefined,
   queueingMode: cluster.queueing.mode,

@@ -37,6 +37,8 @@ export interface ClusterApiOptions {
   webhookAllowAddresses?: string[];
   /** FFOP_WEBHOOK_RETENTION_SECONDS, in ms; the worker's default when absent. */
   webhookRetentionMs?: number;
+  /** FFOP_LOG_RETENTION_DAYS, in ms. */
+  logRetentionMs?: number;
   /** What runner results may report: the limits the operator gives runners (shared settings); defaults when absent. */
   reportLimits?: Partial<ReportLimits>;
   /** Serves /metrics on a port of its own (FFOP_METRICS_*), apart from the public API port; none when absent. */
@@ -81,6 +83,7 @@ export async function startClusterApi(
     }),
     webhookAllowAddresses: o.webhookAllowAddresses ?? [],
     webhookRetentionMs: o.webhookRetentionMs,
+    logRetentionMs: o.logRetentionMs,
     queuePositions: o.queueingMode !== 'kueue',
     eventStreams: o.eventStreams,
   });

@@ -146,6 +146,7 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       metricsEndpoint: { token: config.metricsToken ?? (await persistentSecret(join(config.dataDir, METRICS_TOKEN_FILE))) },
       webhookAllowAddresses: config.webhookAllowAddresses,
       webhookRetentionMs: config.webhookRetentionSeconds * 1000,
+      logRetentionMs: config.logRetentionDays * 86_400_000,
     });
     httpStarted = http;
     const { app, webhookWorker } = http;

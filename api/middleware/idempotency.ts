@@ -1,4 +1,4 @@
-// The Idempotency-Key header of the creating POSTs (docs/automation-idempotency.md). Runs after the
+// The Idempotency-Key header of the creating POSTs (docs/automation.md). Runs after the
 // /v1 gate (a 401 or 429 is never stored) and before the route: the first request with a key claims
 // it and its answer is stored; a repeat of the same request (same method, path and body bytes) from the
 // same API key within 24 hours gets that answer again with Idempotent-Replayed: true, and nothing new

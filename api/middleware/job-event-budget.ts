@@ -5,7 +5,7 @@
 export interface JobEventBudgetOptions {
   /** Requests a Job may make at once (default 20). */
   burst?: number;
-  /** Requests a Job may make per second over time (default 2). */
+  /** Requests a Job may make per second over time (default 4: progress every 2 s, log pieces up to 2 a second). */
   perSecond?: number;
   now?: () => number;
 }
@@ -23,7 +23,7 @@ export class JobEventBudget {
 
   constructor(o: JobEventBudgetOptions = {}) {
     this.burst = o.burst ?? 20;
-    this.perSecond = o.perSecond ?? 2;
+    this.perSecond = o.perSecond ?? 4;
     this.now = o.now ?? (() => performance.now());
   }
 

@@ -1,5 +1,5 @@
 // Response schemas of where a command's time went and where it waits (core/commands/timings.ts,
-// core/commands/queue-snapshot.ts; the user's guide is docs/automation-timings.md).
+// core/commands/queue-snapshot.ts; the user's guide is docs/automation.md).
 
 const phaseSeconds = (what: string) => ({ type: ['number', 'null'], minimum: 0, description: what });
 

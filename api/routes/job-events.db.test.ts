@@ -154,6 +154,25 @@ test('attack: a malformed stage or progress is refused 422 and stores nothing; t
   assert.equal((await job.post(success())).status, 200);
 });
 
+test('attack: log pieces that are too long, empty, binary (NUL) or not text are refused and store nothing; a good one is stored', async () => {
+  const job = await runningJob();
+  for (const event of [
+    { type: 'log', text: 'x'.repeat(16 * 1024 + 1) },
+    { type: 'log', text: '' },
+    { type: 'log', text: 'a\u0000b' },
+    { type: 'log', text: 42 },
+    { type: 'log', text: 'ok', extra: true },
+  ]) {
+    const res = await job.post(event);
+    assert.ok(res.status === 422 || res.status === 413, `${JSON.stringify(event).slice(0, 80)}: ${res.status}`);
+  }
+  const huge = await job.post({}, { body: JSON.stringify({ jobName: job.name, event: { type: 'log', text: 'x'.repeat(200_000) } }) });
+  assert.equal(huge.status, 413);
+  assert.deepEqual(await job.stored(), []);
+  assert.equal((await job.post({ type: 'log', text: 'frame=  10 fps=0.0\n' })).status, 200);
+  assert.deepEqual(await job.stored(), [{ type: 'log', text: 'frame=  10 fps=0.0\n' }]);
+});
+
 test('attack: a replay after the result, or after the step ended, is refused 409', async () => {
   const job = await runningJob();
   assert.equal((await job.post(success())).status, 200);

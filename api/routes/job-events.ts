@@ -19,7 +19,7 @@ import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, type RunnerEve
 import { JobEventBudget } from '../middleware/job-event-budget.ts';
 
 /** Largest body of each event type: a result holds up to 20 outputs' media, or an error message. */
-export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 64 * 1024 } as const;
+export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 64 * 1024, log: 128 * 1024 } as const;
 /** Nothing larger is read at all: a result a little past its limit is still read, to fail its step saying why. */
 const READ_LIMIT = 2 * EVENT_BODY_LIMITS.result;
 /** A token stays good this long past its step's deadline (downloads + max_command_run_seconds + uploads). */

@@ -338,3 +338,19 @@ export const idempotencyKeys = pgTable(
   },
   (t) => [primaryKey({ columns: [t.apiKeyId, t.key] }), index('idempotency_keys_created_idx').on(t.createdAt)],
 );
+
+/** ffmpeg's stderr of each step (0-based), the last 1 MiB of it (core/commands/command-logs-repo.ts, migration 0014). */
+export const commandLogs = pgTable(
+  'command_logs',
+  {
+    commandId: uuid('command_id')
+      .notNull()
+      .references(() => commands.id, { onDelete: 'cascade' }),
+    step: integer('step').notNull(),
+    text: text('text').notNull(),
+    /** Characters cut from the start to keep the last 1 MiB. */
+    cutChars: bigint('cut_chars', { mode: 'number' }).notNull().default(0),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.commandId, t.step] })],
+);

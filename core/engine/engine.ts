@@ -1,5 +1,6 @@
 // Both modes' engine, built in one place from the configuration: the reconciler and the file tasks
 // over one job backend. Embedded mode gives it local processes, cluster mode Kubernetes Jobs.
+import { CommandLogsRepo } from '../commands/command-logs-repo.ts';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
 import { CommandsRepo } from '../commands/commands-repo.ts';
@@ -54,6 +55,7 @@ export function createEngine(o: EngineOptions): Engine {
   const { settings } = o;
   const reconciler = new Reconciler({
     commands: new CommandsRepo(o.database.db),
+    commandLogs: new CommandLogsRepo(o.database.db),
     backend: o.backend,
     storage: o.storage,
     logger: o.logger,

@@ -5,6 +5,7 @@
 // Where to read: reconcileCommand holds every rule for one command; reconcileOnce is the pass that
 // reads in batches and calls it; reconcile/command-actions.ts does what a rule decides (start, fail,
 // run a step again, record a step's end); reconcile/step-results.ts makes a runner's result ready.
+import type { CommandLogsRepo } from '../commands/command-logs-repo.ts';
 import type { Logger } from 'pino';
 import type { ActiveCommand, CommandRow, QueuedCommand } from '../commands/commands-repo.ts';
 import { CommandStatus } from '../commands/command-status.ts';
@@ -32,6 +33,8 @@ const STEP_STATE_DELAY_MS = 250;
 /** What the reconciler needs: what its actions need (reconcile/command-actions.ts), and the following. */
 export interface ReconcilerOptions extends Omit<CommandActionsOptions, 'clock' | 'kick'> {
   clock?: () => Date;
+  /** Where runners' pieces of ffmpeg's log go (GET /v1/commands/{id}/log); none: they are dropped. */
+  commandLogs?: CommandLogsRepo;
   /**
    * Cluster mode: make sure a command has its FfmpegCommand (created when missing; 'deleted' when the
    * user deleted it). Called for every active command at each resync, and for each command a pass starts.
@@ -105,6 +108,10 @@ export class Reconciler {
         if (progress !== null && !this.stopped) this.stepStates.report(ref, { progress });
         return;
       }
+      if (event.type === 'log') {
+        if (!this.stopped) this.appendLog(ref, event.text);
+        return;
+      }
       if (event.type === 'stage') {
         // Every step starts at DOWNLOADING: it is recorded when the step is started. A stage that is none is not stored.
         if (event.stage !== ProcessingStage.DOWNLOADING && STAGES.has(event.stage) && !this.stopped)
@@ -116,10 +123,29 @@ export class Reconciler {
         if (!this.stopped) void this.serial(() => this.onBackendEvent(ref, event));
         return;
       }
-      void prepareResult(this.results, ref, event).then((prepared) => {
-        if (!this.stopped) void this.serial(() => this.applyResult(ref, prepared));
-      });
+      // The step's log is stored before its result: a client that sees the command end reads the whole log.
+      const logged = this.logWrites.get(ref.name) ?? Promise.resolve();
+      void logged
+        .then(() => prepareResult(this.results, ref, event))
+        .then((prepared) => {
+          if (!this.stopped) void this.serial(() => this.applyResult(ref, prepared));
+        });
     });
+  }
+
+  /** Pieces of one job's log are stored one after the other, in the order they came. */
+  private readonly logWrites = new Map<string, Promise<void>>();
+  private appendLog(ref: JobRef, text: string): void {
+    const logs = this.options.commandLogs;
+    if (!logs) return;
+    const before = this.logWrites.get(ref.name) ?? Promise.resolve();
+    const write = before
+      .then(() => logs.append(ref.commandId, ref.step, text))
+      .catch((err: unknown) => this.options.logger.warn({ err, job: ref.name }, "a piece of ffmpeg's log was not stored"))
+      .finally(() => {
+        if (this.logWrites.get(ref.name) === write) this.logWrites.delete(ref.name);
+      });
+    this.logWrites.set(ref.name, write);
   }
 
   start(): void {

@@ -79,7 +79,19 @@ const failedResultSchema = v.strictObject({
   uploadSeconds: v.optional(seconds),
 });
 
-const kindSchema = v.looseObject({ type: v.picklist(['stage', 'progress', 'result']), ok: v.optional(v.unknown()) });
+/**
+ * Longest piece of ffmpeg's log one event may carry (characters): escaped as JSON it stays within what
+ * the job-events route reads (api/routes/job-events.ts). The runner sends pieces at most every 2 s.
+ */
+export const MAX_LOG_EVENT_CHARS = 16 * 1024;
+
+// Text only: no NUL (PostgreSQL's text cannot hold it) and nothing beyond the size of one piece.
+const logSchema = v.strictObject({
+  type: v.literal('log'),
+  text: v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_LOG_EVENT_CHARS), v.regex(/^[^\0]*$/, 'holds a NUL character')),
+});
+
+const kindSchema = v.looseObject({ type: v.picklist(['stage', 'progress', 'result', 'log']), ok: v.optional(v.unknown()) });
 
 export type ParsedRunnerEvent = { ok: true; event: RunnerEvent } | { ok: false; type: string | null; problem: string };
 
@@ -88,7 +100,16 @@ export function parseRunnerEvent(value: unknown): ParsedRunnerEvent {
   const kind = v.safeParse(kindSchema, value);
   if (!kind.success) return { ok: false, type: null, problem: describe(kind.issues) };
   const { type, ok } = kind.output;
-  const schema = type === 'stage' ? stageSchema : type === 'progress' ? progressSchema : ok === true ? okResultSchema : failedResultSchema;
+  const schema =
+    type === 'stage'
+      ? stageSchema
+      : type === 'progress'
+        ? progressSchema
+        : type === 'log'
+          ? logSchema
+          : ok === true
+            ? okResultSchema
+            : failedResultSchema;
   const parsed = v.safeParse(schema, value);
   if (!parsed.success) return { ok: false, type, problem: describe(parsed.issues) };
   return { ok: true, event: parsed.output as RunnerEvent };

@@ -74,6 +74,8 @@ export interface OutputResult {
 
 export type RunnerEvent =
   | { type: 'stage'; stage: ProcessingStage }
+  /** A piece of ffmpeg's stderr, in order (runner-image/log-forwarder.ts); the service keeps the last 1 MiB of each step. */
+  | { type: 'log'; text: string }
   | {
       type: 'progress';
       outTimeSeconds: number;

@@ -28,6 +28,8 @@ export interface FfmpegRunOptions {
   ffmpegPath?: string; // default 'ffmpeg'
   stderrTailBytes?: number; // default 4096: keep only the tail
   onProgress?: (p: FfmpegProgress) => void;
+  /** Every chunk of ffmpeg's stderr as it comes (the command's log). */
+  onStderr?: (chunk: Buffer) => void;
   signal?: AbortSignal; // abort = kill like a timeout but report aborted
   /** Time between SIGTERM and SIGKILL; default 2000 ms. */
   killGraceMs?: number;
@@ -65,6 +67,7 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
   const progress = new ProgressReader(opts.onProgress, () => durations.durations());
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr.push(chunk);
+    opts.onStderr?.(chunk);
     durations.push(chunk);
   });
   child.stdout!.setEncoding('utf8');

@@ -120,6 +120,13 @@ describe('cluster mode', () => {
     );
     const { record } = await api.waitForEnd(id, 180_000);
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
+    // ffmpeg's log of each step came through the runner reports (job events) and the operator.
+    const log = await api.get(`/v1/commands/${id}/log`);
+    assert.equal(log.status, 200);
+    assert.match(
+      log.body,
+      /--- step 1 of 3 ---\n[\s\S]*Output #0[\s\S]*--- step 2 of 3 ---\n[\s\S]*Output #0[\s\S]*--- step 3 of 3 ---\n[\s\S]*Output #0/,
+    );
     const jobs = [...seenJobs.values()].filter((j) => j.metadata?.labels?.[LABELS.commandId] === id);
     assert.deepEqual(jobs.map((j) => j.metadata!.labels![LABELS.step]).sort(), ['0', '1', '2']);
     const created = jobs.sort((a, b) => Number(a.metadata!.labels![LABELS.step]) - Number(b.metadata!.labels![LABELS.step]));

@@ -154,6 +154,8 @@ by reference; extraEnv comes last, so an entry there overrides one here.
   value: {{ .eventStreamLifetimeSeconds | int64 | quote }}
 - name: FFOP_ABANDONED_UPLOAD_SECONDS
   value: {{ .abandonedUploadSeconds | int64 | quote }}
+- name: FFOP_LOG_RETENTION_DAYS
+  value: {{ .logRetentionDays | quote }}
 {{- end }}
 - name: FFOP_ALLOW_ADDRESSES
   value: {{ join "," .Values.allowAddresses | quote }}
