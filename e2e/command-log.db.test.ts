@@ -44,7 +44,7 @@ describe("ffmpeg's log", () => {
     assert.ok(!log.text.includes(process.env.HOME ?? '/root/'), 'no home folder');
   });
 
-  test('a FAILED chain: both steps, ffmpeg error in the failing one; ?step= picks one; a step too far is a 422', async () => {
+  test('a FAILED chain: both steps, ffmpeg error in the failing one; ?step= picks one; a step it does not have is a 404', async () => {
     const api = svc.client();
     const id = await api.submit(
       {
@@ -67,9 +67,13 @@ describe("ffmpeg's log", () => {
     assert.ok(!second.text.includes('step 1 of 2'));
     assert.match(second.text, /matches no streams|Stream map/);
     const tooFar = await api.get(`/v1/commands/${id}/log?step=3`);
-    assert.equal(tooFar.status, 422);
-    assert.deepEqual(tooFar.body.detail[0].loc, ['query', 'step']);
-    assert.equal((await api.get(`/v1/commands/${id}/log?step=0`)).status, 422);
+    assert.equal(tooFar.status, 404);
+    assert.match(tooFar.body.detail, /has no step 3: it has 2 steps/);
+    for (const bad of ['0', '11', 'two']) {
+      const res = await api.get(`/v1/commands/${id}/log?step=${bad}`);
+      assert.equal(res.status, 422, bad);
+      assert.deepEqual(res.body.detail[0].loc, ['query', 'step']);
+    }
   });
 
   test('readable while ffmpeg runs', async () => {

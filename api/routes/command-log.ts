@@ -6,8 +6,8 @@ import * as v from 'valibot';
 import type { CommandWithOutputs } from '../../core/commands/commands-repo.ts';
 import type { CommandLogsRepo, StepLog } from '../../core/commands/command-logs-repo.ts';
 import type { AppEnv } from '../middleware/auth.ts';
-import { commandIdParam } from '../schemas/commands.ts';
-import { ge, laxInt, parseWith, queryParams } from '../schemas/validation.ts';
+import { commandIdParam, MAX_CHAIN_COMMANDS } from '../schemas/commands.ts';
+import { ge, laxInt, le, parseWith, queryParams } from '../schemas/validation.ts';
 import { commonResponses, responses } from '../openapi/components.ts';
 import { pathParameter, queryParameters } from '../openapi/requests.ts';
 
@@ -19,7 +19,8 @@ export interface CommandLogRoutesDeps {
   clock: () => Date;
 }
 
-const logQuerySchema = v.object({ step: v.optional(v.pipe(laxInt(), ge(1))) });
+// A chain has at most MAX_CHAIN_COMMANDS steps; a step a command does not have is a 404.
+const logQuerySchema = v.object({ step: v.optional(v.pipe(laxInt(), ge(1), le(MAX_CHAIN_COMMANDS))) });
 
 export function commandLogRoutes(d: CommandLogRoutesDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -35,7 +36,7 @@ export function commandLogRoutes(d: CommandLogRoutesDeps): Hono<AppEnv> {
       parameters: [pathParameter('command_id', commandIdParam), ...queryParameters(logQuerySchema)],
       responses: {
         200: { description: "ffmpeg's log", content: { 'text/plain': { schema: { type: 'string' } } } },
-        404: responses.json(responses.detailString, 'No such command'),
+        404: responses.json(responses.detailString, 'No such command, or no such step of it'),
         410: responses.json(responses.detailString, 'The log was deleted: its command ended longer ago than the retention'),
         ...commonResponses,
       },
@@ -47,10 +48,7 @@ export function commandLogRoutes(d: CommandLogRoutesDeps): Hono<AppEnv> {
       if (!found) return c.json({ detail: 'Command not found' }, 404);
       const steps = found.row.steps.length;
       if (step !== undefined && step > steps) {
-        return c.json(
-          { detail: [{ loc: ['query', 'step'], msg: `the command has ${steps} step${steps > 1 ? 's' : ''}`, type: 'less_than_equal' }] },
-          422,
-        );
+        return c.json({ detail: `Command ${id} has no step ${step}: it has ${steps} step${steps > 1 ? 's' : ''}` }, 404);
       }
       const ended = found.row.finishedAt;
       if (ended && d.clock().getTime() - ended.getTime() > d.retentionMs) {
