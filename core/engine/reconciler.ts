@@ -141,7 +141,10 @@ export class Reconciler {
     const before = this.logWrites.get(ref.name) ?? Promise.resolve();
     const write = before
       .then(() => logs.append(ref.commandId, ref.step, text))
-      .catch((err: unknown) => this.options.logger.warn({ err, job: ref.name }, "a piece of ffmpeg's log was not stored"))
+      // The database away: said once by its health, not for every piece (the piece is lost, the log says less).
+      .catch((err: unknown) => {
+        if (!this.options.health?.failed(err)) this.options.logger.warn({ err, job: ref.name }, "a piece of ffmpeg's log was not stored");
+      })
       .finally(() => {
         if (this.logWrites.get(ref.name) === write) this.logWrites.delete(ref.name);
       });
