@@ -5,6 +5,7 @@
 // hand-off folder and the PUT names it instead of carrying it (LocalStorage.adoptHandoff), so storing
 // an output needs no second copy of it on the disk.
 import { randomBytes } from 'node:crypto';
+import { setTimeout as wait } from 'node:timers/promises';
 import { createReadStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import http, { type IncomingMessage } from 'node:http';
@@ -37,15 +38,8 @@ async function withRetries(put: () => Promise<void>, signal: AbortSignal, delays
       const mayPass = err instanceof StorageAnswer ? err.status >= 500 && err.status !== 507 : true;
       const delay = delaysMs[attempt];
       if (!mayPass || delay === undefined || signal.aborted) throw err;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, delay);
-        signal.addEventListener('abort', done, { once: true });
-      });
+      // A cancel ends the wait; the next try then fails at once on the aborted signal.
+      await wait(delay, undefined, { signal }).catch(() => {});
     }
   }
 }

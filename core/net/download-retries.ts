@@ -1,6 +1,7 @@
 // Input downloads are tried again when what failed was not the URL's fault and may pass (a connection
 // refused or reset, a silence, an HTTP 5xx: DownloadError.retryable), before the command fails
 // UNREACHABLE_INPUT_FILE. A 4xx, a refused address, a file too large or a spent time budget are final.
+import { setTimeout as wait } from 'node:timers/promises';
 import { DownloadError, downloadToFile, type DownloadOptions, type DownloadResult } from './download.ts';
 
 /** Waits before the 2nd and 3rd try (3 tries in all): documented in docs/automation.md. */
@@ -21,19 +22,8 @@ export async function downloadWithRetries(
         if (err instanceof DownloadError && err.retryable && attempt > 0) err.message += ` (tried ${attempt + 1} times)`;
         throw err;
       }
-      await sleep(delay, opts.signal);
+      // A cancel ends the wait; the next try then rejects with the signal's reason.
+      await wait(delay, undefined, { signal: opts.signal }).catch(() => {});
     }
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
