@@ -49,15 +49,15 @@ export class Api {
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
-    let json: unknown = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      json = null;
-    }
-    if (res.status === 401) this.#onUnauthorized();
-    if (!res.ok) throw errorOf(res.status, json, text);
+    const json = parsedOrNull(text);
+    if (!res.ok) throw this.#failure(res.status, json, text);
     return json as T;
+  }
+
+  /** The error a request that was not 2xx throws; a 401 also signs out. */
+  #failure(status: number, json: unknown, text: string): ApiError {
+    if (status === 401) this.#onUnauthorized();
+    return errorOf(status, json, text);
   }
 
   listCommands = (limit: number, offset: number) => this.request<CommandListItem[]>('GET', `/v1/commands?limit=${limit}&offset=${offset}`);
@@ -71,14 +71,7 @@ export class Api {
     const res = await fetch(`/v1/commands/${encodeURIComponent(id)}/events`, { headers, signal });
     if (res.ok && res.body) return res.body;
     const text = await res.text();
-    let json: unknown = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {
-      json = null;
-    }
-    if (res.status === 401) this.#onUnauthorized();
-    throw errorOf(res.status, json, text);
+    throw this.#failure(res.status, parsedOrNull(text), text);
   }
   cancel = (id: string) => this.request<CommandRecord>('POST', `/v1/commands/${encodeURIComponent(id)}/cancel`);
   submit = (body: unknown) => this.request<{ command_id: string }>('POST', '/v1/run-ffmpeg-command', body);
@@ -95,4 +88,13 @@ export class Api {
   deleteWebhook = () => this.request<null>('DELETE', '/v1/webhook');
   testWebhook = () => this.request<{ delivery_id: string }>('POST', '/v1/webhook/test');
   deliveries = (limit: number, offset: number) => this.request<Delivery[]>('GET', `/v1/webhook/deliveries?limit=${limit}&offset=${offset}`);
+}
+
+/** The body as JSON, or null when it is empty or not JSON. */
+function parsedOrNull(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
 }
