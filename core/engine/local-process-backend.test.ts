@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { test } from 'node:test';
 import { tmpdir } from 'node:os';
@@ -142,6 +143,30 @@ test('warm runners: jobs beside finishing ones reuse the runners kept, bursts af
     }
     // The first burst starts 3 runners and a spare; later bursts take the kept ones (and one more spare each).
     assert.ok(seen.size <= 6, `runner processes seen: ${seen.size}`);
+  } finally {
+    await f.close();
+  }
+});
+
+test('close returns only once every runner has exited, the one mid-job included: nothing writes into the work folder after it', async () => {
+  const f = await localBackendFixture(true);
+  const events = collector(f.backend);
+  try {
+    const { spec: s, ref } = await spec(f.storage, '-re -f lavfi -i testsrc=size=64x48:rate=10:duration=30 {{out_1}}');
+    await f.backend.ensureJob({ ref, spec: s, vcpus: 1, deadlineSeconds: 60, accountId: 'acct' });
+    // Poll for the state: ffmpeg is running once the runner reports its first progress.
+    const deadline = Date.now() + 30_000;
+    while (!events.of(ref.name).some((e) => e.type === 'progress')) {
+      assert.ok(Date.now() < deadline, `no progress: ${JSON.stringify(events.of(ref.name))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const pids = await runnerPids(f.workRoot);
+    assert.ok(pids.length >= 1);
+    await f.backend.close();
+    for (const pid of pids) assert.equal(existsSync(`/proc/${pid}`), false, `runner ${pid} still exists after close`);
+    // The seccomp filter compiled for the runners is kept there on purpose; the job's folder is not.
+    const left = (await readdir(f.workRoot).catch(() => [])).filter((name) => !name.startsWith('seccomp-'));
+    assert.deepEqual(left, []);
   } finally {
     await f.close();
   }

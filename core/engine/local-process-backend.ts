@@ -215,8 +215,14 @@ export class LocalProcessBackend implements JobBackend {
     stopProcessGroup(runner.child);
   }
 
+  /**
+   * Stops every runner and waits until each has exited, so nothing writes into the work folder after
+   * close (a runner stopped mid-job removes its working folder on the way out).
+   */
   async close(): Promise<void> {
     this.closed = true;
+    const children = [...this.idle.map((r) => r.child), ...[...this.jobs.values()].flatMap((j) => (j.runner ? [j.runner.child] : []))];
+    const exited = children.map(waitForExit);
     // Idle runners wait on stdin: nothing of a job to stop gracefully.
     for (const runner of this.idle) {
       if (runner.child.pid === undefined) continue;
@@ -228,6 +234,7 @@ export class LocalProcessBackend implements JobBackend {
     }
     this.idle = [];
     await Promise.all([...this.jobs.keys()].map((name) => this.deleteJob(name)));
+    await Promise.all(exited);
   }
 
   private emit(job: LocalJob, event: RunnerEvent | BackendEvent): void {
@@ -236,6 +243,12 @@ export class LocalProcessBackend implements JobBackend {
     if (event.type === 'result' || event.type === 'lost') job.finished = true;
     for (const listener of this.listeners) listener(job.ref, event);
   }
+}
+
+/** Resolves once the process has exited (at once if it already has); not its pipes, which a stray child could hold. */
+function waitForExit(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 function alive(runner: RunnerProcess): boolean {
