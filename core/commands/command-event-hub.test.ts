@@ -58,10 +58,12 @@ test('the read is scoped to the account of the listeners; a failed read is tried
   hub.subscribe('a1', 'c1', (v) => got.push(v!.row.status));
   hub.changed('c1');
   await settle();
-  assert.equal(errors.length, 1);
+  // On a busy machine the 10 ms retry may already have failed again: at least one error.
+  assert.ok(errors.length >= 1);
   fail = false;
   for (const deadline = Date.now() + 5_000; got.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(got, ['SUCCESS']);
+  assert.ok(asked.length >= 2, 'read again after the failure');
   assert.ok(asked.every((a) => a === 'a1/c1'));
 });
 
