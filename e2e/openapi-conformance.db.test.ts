@@ -14,10 +14,11 @@ import { PlansRepo } from '../core/accounts/plans-repo.ts';
 import { startService } from './harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-// Fixed, so a run is the same run every time: about a minute on 2 cores (PGlite).
+// Fixed, so a run is the same run every time: about 4 minutes on 2 quiet cores (PGlite).
 const SEED = '20261123';
 const MAX_EXAMPLES = '150';
-const DEADLINE_MS = 5 * 60_000;
+// A bound for a hung run, not a timing check: 21 operations took 5.6 min on a busy 2-core machine.
+const DEADLINE_MS = 15 * 60_000;
 
 // Positive data acceptance, except where the document gives a rule in prose because JSON Schema cannot
 // state it: the command line (its own language, and the outputs it must write), complete-upload's
@@ -139,7 +140,8 @@ test('schemathesis: every request the OpenAPI document allows is accepted, every
     const env = { PATH: process.env.PATH, HOME: work, PYTHONUTF8: '1', SCHEMATHESIS_HOOKS: join(work, 'hooks.py') };
     const { code, output } = await runSchemathesis(st, args, work, env);
     const report = output.includes('FAILURES') ? output.slice(output.indexOf('FAILURES')) : output.slice(-6000);
-    assert.equal(code, 0, `schemathesis failed (exit ${code}):\n${report}`);
+    const ended = code === null ? `was stopped after ${DEADLINE_MS / 60_000} min` : `failed (exit ${code})`;
+    assert.equal(code, 0, `schemathesis ${ended}:\n${report}`);
     assert.match(output, /generated, \d+ passed/, output.slice(-3000));
   } finally {
     await svc.close();
