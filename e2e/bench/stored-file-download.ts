@@ -4,8 +4,9 @@
 // here in a temp folder and removed afterwards) is stored straight through LocalStorage on the
 // service's storage folder as a private file and fetched through a presigned URL, so every download
 // pays the signature check. The baselines: a node:http server piping fs.createReadStream
-// (static-file-server.ts) and `python3 -m http.server`; the faster of the two is the row's baseline.
-// Downloads alternate between the three (the order turning each round) after one warm-up each, so all
+// (static-file-server.ts) and `python3 -m http.server` (when there is a python3); the faster is the
+// row's baseline.
+// Downloads alternate between the servers (the order turning each round) after one warm-up each, so all
 // read the file from the page cache. Before timing, a range of the service's answer is compared with
 // the file's bytes.
 // Run: npx tsx e2e/bench/stored-file-download.ts [runs=5] [sizeMiB=1024] [--from-sources]
@@ -14,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
 import { freePort, startServiceProcess } from '../harness.ts';
@@ -50,17 +52,22 @@ try {
   const service: Source = { name: 'service (presigned private URL)', url: await storage.presignGet(key, 3600), seconds: [] };
 
   const nodePort = await freePort();
-  children.push(
-    spawn(process.execPath, ['--import', 'tsx', 'e2e/bench/static-file-server.ts', String(nodePort), file], { stdio: 'ignore' }),
-  );
-  const pythonPort = await freePort();
-  children.push(
-    spawn('python3', ['-m', 'http.server', String(pythonPort), '--bind', '127.0.0.1', '--directory', dir], { stdio: 'ignore' }),
-  );
-  const statics: Source[] = [
-    { name: 'node:http + fs.createReadStream', url: `http://127.0.0.1:${nodePort}/large.bin`, seconds: [] },
-    { name: 'python3 -m http.server', url: `http://127.0.0.1:${pythonPort}/large.bin`, seconds: [] },
-  ];
+  const staticServer = fileURLToPath(new URL('static-file-server.ts', import.meta.url));
+  children.push(spawn(process.execPath, ['--import', 'tsx', staticServer, String(nodePort), file], { stdio: 'ignore' }));
+  const statics: Source[] = [{ name: 'node:http + fs.createReadStream', url: `http://127.0.0.1:${nodePort}/large.bin`, seconds: [] }];
+  if (
+    await run('python3', ['--version']).then(
+      () => true,
+      () => false,
+    )
+  ) {
+    const pythonPort = await freePort();
+    const args = ['-m', 'http.server', String(pythonPort), '--bind', '127.0.0.1', '--directory', dir];
+    children.push(spawn('python3', args, { stdio: 'ignore' }));
+    statics.push({ name: 'python3 -m http.server', url: `http://127.0.0.1:${pythonPort}/large.bin`, seconds: [] });
+  } else {
+    console.log('python3 not found: the node:http server is the only baseline');
+  }
   for (const s of statics) await waitUntilServing(s.url);
 
   await checkRange(service.url, file, Math.floor(size / 3), MiB);
