@@ -76,6 +76,11 @@ describe('metrics, embedded mode', () => {
     assert.equal((await api.waitForEnd(ok)).record.status, 'SUCCESS');
     const failed = (await api.waitForEnd(failing)).record;
     assert.equal(failed.error_status, 'FFMPEG_FAILED');
+    // A stored file's bytes are written straight to node's response: its status is still the one counted.
+    const output = (await api.get(`/v1/commands/${ok}?presigned_ttl_seconds=600`)).body.output_files.out_1;
+    const ranged = await fetch(output.storage_url, { headers: { Range: 'bytes=0-9' } });
+    assert.equal(ranged.status, 206);
+    assert.equal((await ranged.arrayBuffer()).byteLength, 10);
 
     // No API key: /metrics is outside /v1 (behind its own token, generated into the data folder).
     const s = await scrapeUntil(
@@ -103,6 +108,7 @@ describe('metrics, embedded mode', () => {
     assert.ok(
       valueOf(s, 'ffop_http_request_duration_seconds_count', { method: 'POST', route: '/v1/run-ffmpeg-command', status: '200' }) === 2,
     );
+    assert.equal(valueOf(s, 'ffop_http_request_duration_seconds_count', { method: 'GET', route: '/storage/*', status: '206' }), 1);
     const routes = new Set(s.filter((x) => x.name === 'ffop_http_request_duration_seconds_count').map((x) => x.labels.route));
     for (const id of [ok, failing])
       assert.ok(![...routes].some((r) => r.includes(id)), `a route label holds ${id}: ${[...routes].join(' ')}`);

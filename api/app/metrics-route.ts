@@ -4,6 +4,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { Metrics } from '../../core/metrics/metrics.ts';
 import { METRICS_UNAUTHORIZED, metricsAccess } from '../../core/metrics/metrics-access.ts';
+import { responseStatus } from './node-response.ts';
 
 /**
  * The route pattern a request matched (`/v1/commands/:command_id`), never its raw path, so a client
@@ -21,7 +22,7 @@ export function httpLatency(metrics: Metrics): MiddlewareHandler {
   return async (c, next) => {
     const start = performance.now();
     await next();
-    metrics.httpRequest(c.req.method, routeLabel(c), c.res.status, (performance.now() - start) / 1000);
+    metrics.httpRequest(c.req.method, routeLabel(c), responseStatus(c), (performance.now() - start) / 1000);
   };
 }
 

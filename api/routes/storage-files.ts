@@ -22,6 +22,8 @@ import { HandoffRefused, PART_NUMBER_PARAM, UPLOAD_ID_PARAM } from '../../core/s
 import { HANDOFF_HEADER, HANDOFF_SIZE_HEADER } from '../../core/storage/handoff.ts';
 import { isOutOfSpace } from '../../core/storage/out-of-space.ts';
 import type { LocalStorage } from '../../core/storage/local-storage.ts';
+import { DestinationClosed } from '../../core/storage/send-file.ts';
+import { nodeResponse, SENT_DIRECTLY } from '../app/node-response.ts';
 
 const ROUTE_PREFIX = '/storage/';
 /** S3's limit for a single PUT. */
@@ -98,8 +100,20 @@ async function serveObject(c: Context, storage: LocalStorage): Promise<Response>
     await object.close();
     return new Response(null, { status, headers });
   }
-  const body = Readable.toWeb(object.stream(range)) as ReadableStream<Uint8Array>;
-  return new Response(body, { status, headers });
+  // On node's server, the bytes go straight from the file to the response (send-file.ts): a web
+  // stream of fs.createReadStream's chunks ran at a fifth of a static server's speed.
+  const outgoing = nodeResponse(c);
+  if (outgoing === null) {
+    const body = Readable.toWeb(object.stream(range)) as ReadableStream<Uint8Array>;
+    return new Response(body, { status, headers });
+  }
+  outgoing.writeHead(status, Object.fromEntries(headers));
+  object.send(outgoing, range).then(
+    () => outgoing.end(),
+    // The client went away, or the file could not be read: its answer stops short of Content-Length.
+    (err: unknown) => outgoing.destroy(err instanceof DestinationClosed ? undefined : (err as Error)),
+  );
+  return SENT_DIRECTLY;
 }
 
 async function receiveObject(c: Context, storage: LocalStorage, maxUploadBytes: number, reserveBytes: number): Promise<Response> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
-import type { Server } from 'node:http';
+import { link, mkdir, mkdtemp, open, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { get, request } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,9 +104,12 @@ describe('local storage over HTTP', () => {
     return fx.storage.presignGet(key, 600);
   }
 
-  test('ranges: suffix, open-ended, clamped, and several ranges served whole', async () => {
+  test('ranges: first bytes, middle, suffix, open-ended, clamped, and several ranges served whole', async () => {
     const url = await stored('ranges/ten.bin');
     const cases: Array<[string, number, string | null, string]> = [
+      ['bytes=0-3', 206, 'bytes 0-3/10', '0123'],
+      ['bytes=2-5', 206, 'bytes 2-5/10', '2345'],
+      ['bytes=9-9', 206, 'bytes 9-9/10', '9'],
       ['bytes=-3', 206, 'bytes 7-9/10', '789'],
       ['bytes=5-', 206, 'bytes 5-9/10', '56789'],
       ['bytes=8-100', 206, 'bytes 8-9/10', '89'],
@@ -253,6 +256,107 @@ describe('local storage over HTTP', () => {
     const res = await rawPut(url, Buffer.from('x'), { 'Content-Length': '1' });
     assert.equal(res.status, 409);
     assert.equal((await fx.storage.stat('clash/file'))?.size, 10);
+  });
+});
+
+describe('local storage: serving a file larger than any buffer', () => {
+  // 1 GiB, sparse: a few marks of 16 bytes in holes of zeros, so the test needs no disk space.
+  const size = 1024 ** 3;
+  const MiB = 1024 * 1024;
+  const marks = [0, MiB - 5, 333 * MiB + 11, 700 * MiB, size - 16];
+  const mark = (at: number) => Buffer.from(`mark@${at}`.padEnd(16, '.'));
+  const zeros = Buffer.alloc(4 * MiB);
+  /** Bytes at..at+length of the file (length at most 4 MiB). */
+  function expected(at: number, length: number): Buffer {
+    const overlapping = marks.filter((m) => m + 16 > at && m < at + length);
+    if (overlapping.length === 0) return zeros.subarray(0, length);
+    const bytes = Buffer.alloc(length);
+    for (const m of overlapping) mark(m).copy(bytes, Math.max(0, m - at), Math.max(0, at - m));
+    return bytes;
+  }
+  let fx: LocalFixture;
+  let url: string;
+  before(async () => {
+    fx = await startLocal();
+    const path = join(fx.root, 'sparse.bin');
+    const file = await open(path, 'w');
+    try {
+      await file.truncate(size);
+      for (const at of marks) await file.write(mark(at), 0, 16, at);
+    } finally {
+      await file.close();
+    }
+    await fx.storage.putFile('large/sparse.bin', path, 'application/octet-stream');
+    url = await fx.storage.presignGet('large/sparse.bin', 600);
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  /** GETs `range` (or the whole file) and compares every byte as it arrives, keeping none. */
+  async function fetchAndCompare(range: string | null, status: number, start: number, length: number, contentRange: string | null) {
+    const what = range ?? 'the whole file';
+    const res = await new Promise<IncomingMessage>((resolve, reject) =>
+      get(url, { headers: range ? { Range: range } : {} }, resolve).once('error', reject),
+    );
+    assert.equal(res.statusCode, status, what);
+    assert.equal(res.headers['content-range'], contentRange ?? undefined, what);
+    assert.equal(res.headers['content-length'], String(length), what);
+    let at = start;
+    let differing = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      if (!chunk.equals(expected(at, chunk.length))) differing++;
+      at += chunk.length;
+    }
+    assert.equal(at - start, length, `bytes received for ${what}`);
+    assert.equal(differing, 0, what);
+  }
+
+  test('the whole file arrives, every byte in place', async () => {
+    await fetchAndCompare(null, 200, 0, size, null);
+  });
+
+  test('ranges: first bytes, a middle range across buffers, suffix, open end', async () => {
+    await fetchAndCompare('bytes=0-99', 206, 0, 100, `bytes 0-99/${size}`);
+    const middle = 333 * MiB - 2 * MiB;
+    await fetchAndCompare(
+      `bytes=${middle}-${middle + 5 * MiB - 1}`,
+      206,
+      middle,
+      5 * MiB,
+      `bytes ${middle}-${middle + 5 * MiB - 1}/${size}`,
+    );
+    await fetchAndCompare(`bytes=-${3 * MiB}`, 206, size - 3 * MiB, 3 * MiB, `bytes ${size - 3 * MiB}-${size - 1}/${size}`);
+    await fetchAndCompare(`bytes=${700 * MiB}-`, 206, 700 * MiB, size - 700 * MiB, `bytes ${700 * MiB}-${size - 1}/${size}`);
+  });
+
+  test('a range from the size on answers 416', async () => {
+    const res = await fetch(url, { headers: { Range: `bytes=${size}-` } });
+    assert.equal(res.status, 416);
+    assert.equal(res.headers.get('content-range'), `bytes */${size}`);
+    await res.arrayBuffer();
+  });
+
+  test('a client that goes away mid-download does not stop the server serving others', async () => {
+    for (let i = 0; i < 3; i++) {
+      const aborted = new AbortController();
+      const res = await fetch(url, { signal: aborted.signal });
+      const reader = res.body!.getReader();
+      await reader.read();
+      aborted.abort();
+      await reader.closed.catch(() => {});
+    }
+    await fetchAndCompare(`bytes=${MiB - 10}-${MiB + 9}`, 206, MiB - 10, 20, `bytes ${MiB - 10}-${MiB + 9}/${size}`);
+  });
+
+  test('attack: a symbolic link in the objects folder is not served, even with a valid signature', async () => {
+    const outside = join(fx.root, 'outside-secret.txt');
+    await writeFile(outside, 'secret');
+    await mkdir(join(fx.root, 'objects', 'links'), { recursive: true });
+    await symlink(outside, join(fx.root, 'objects', 'links', 'secret.txt'));
+    const res = await fetch(await fx.storage.presignGet('links/secret.txt', 600));
+    assert.equal(res.status, 404);
+    assert.doesNotMatch(await res.text(), /secret/);
   });
 });
 
