@@ -44,6 +44,7 @@ try {
   await bench('api-load.ts', [quick ? 4 : 8], pglite);
   await bench('api-load.ts', [quick ? 4 : 8], pg);
   await bench('upload-throughput.ts', [quick ? 64 : 200, 16, 3, quick ? 1 : 3]);
+  await bench('output-multipart.ts', [quick ? 64 : 256, quick ? 3 : 5]);
   await bench('queued-commands.ts', [quick ? 200 : 1000, 'cheap'], pglite);
   if (withCluster) await bench('cluster-overhead.ts', quick ? [100, 2000] : [], pg);
   // Queueing on two real nodes (kubelet + containerd, in e2e/node/sandbox.sh; needs root): about 15 more minutes.
