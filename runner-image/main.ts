@@ -79,7 +79,9 @@ if (spec === undefined) {
   );
   for await (const line of specs) {
     if (line.trim() === '') continue;
-    await runOne(JSON.parse(line) as StepSpec, toStdout);
+    const next = JSON.parse(line) as StepSpec;
+    const plans = next.uploadPlans;
+    await runOne(next, toStdout, plans ? httpUploadPlans(plans.url, plans.jobName, plans.token) : undefined);
     if (abort.signal.aborted) break;
   }
   if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours

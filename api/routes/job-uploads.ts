@@ -5,14 +5,15 @@
 // only an output of the Job's step, only as large as the step may write. What a hostile pod could do
 // with it is start uploads of its own outputs' keys, a few per second, and each is aborted when the
 // step ends unless its result completes it (core/engine/output-uploads.ts).
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { stepDeadlineSeconds, outputKey, stepOutputs } from '../../core/engine/step-spec-builder.ts';
 import { planOutputUpload } from '../../core/engine/output-uploads.ts';
 import { MAX_MULTIPART_OUTPUT_BYTES, type OutputMultipartSettings } from '../../core/jobs/output-parts.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES } from '../../core/jobs/step-spec.ts';
 import { normalizeContentType } from '../../core/storage/content-types.ts';
 import type { Storage } from '../../core/storage/storage.ts';
-import type { JobEventBudget } from '../middleware/job-event-budget.ts';
+import { JobEventBudget } from '../middleware/job-event-budget.ts';
 import { jobOf, runsStep, type JobEventRoutesOptions } from './job-events.ts';
 
 /** A plan request is a job name, an alias, a size and a content type. */
@@ -23,6 +24,17 @@ const URL_GRACE_SECONDS = 600;
 export interface JobUploadOptions {
   storage: Storage;
   outputMultipart: OutputMultipartSettings;
+}
+
+/** The route alone (embedded mode, whose runners report on stdout): a plan request's body is read up to BODY_LIMIT only. */
+export function jobUploadRoutes(o: JobEventRoutesOptions & JobUploadOptions): Hono {
+  const app = new Hono();
+  app.use(
+    '/internal/*',
+    bodyLimit({ maxSize: BODY_LIMIT, onError: (c) => c.json({ detail: `a plan request is at most ${BODY_LIMIT} bytes` }, 413) }),
+  );
+  addJobUploadRoute(app, o, o.budget ?? new JobEventBudget());
+  return app;
 }
 
 export function addJobUploadRoute(app: Hono, o: JobEventRoutesOptions & JobUploadOptions, budget: JobEventBudget): void {

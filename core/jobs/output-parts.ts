@@ -86,6 +86,11 @@ export function reportedUploadProblem(upload: ReportedUpload, size: number, minP
 export interface OutputMultipartSettings {
   minBytes: number;
   minPartBytes: number;
+  /**
+   * Embedded mode: where runners, which have no report URL, ask for plans (the service's job-uploads
+   * route), and the secret of the Job tokens each step's spec then carries.
+   */
+  plans?: { url: string; tokenSecret: string };
 }
 
 export const DEFAULT_OUTPUT_MULTIPART: OutputMultipartSettings = {

@@ -55,6 +55,8 @@ export interface StepSpec {
    * a plan the runner asks the API for (core/jobs/output-parts.ts); absent, every output is one PUT.
    */
   multipartMinBytes?: number;
+  /** Embedded mode: where this step asks for plans, as which Job, with its token (cluster mode: the runner's environment). */
+  uploadPlans?: { url: string; jobName: string; token: string };
   /** ffmpeg threads (vcpu_count, capped at the cores the runner has). */
   threads: number;
   /** max_command_run_seconds: wall-clock cap on the ffmpeg process. */

@@ -17,6 +17,7 @@ import type { RunLimits } from '../step-spec-builder.ts';
 import type { EngineMetrics } from '../../metrics/metrics.ts';
 import { outputFileRows, runsStep, type ResultEvent } from './step-results.ts';
 import { abortOutputUploads } from '../output-uploads.ts';
+import { jobToken } from '../../jobs/job-token.ts';
 
 export interface CommandActionsOptions {
   commands: CommandsRepo;
@@ -92,6 +93,8 @@ export class CommandActions {
     };
     try {
       const spec = await buildStepSpec(command, command.currentStep, this.o.storage, this.o.limits);
+      const plans = this.o.limits.outputMultipart?.plans;
+      if (plans) spec.uploadPlans = { url: plans.url, jobName: ref.name, token: jobToken(plans.tokenSecret, ref.name) };
       const request = {
         ref,
         spec,
