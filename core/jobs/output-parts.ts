@@ -2,14 +2,15 @@
 // upload runs at the pod's network speed rather than at one connection's. The runner asks the service
 // for a plan once it knows the output's size (api/routes/job-uploads.ts): an upload id and one
 // presigned URL per part, each binding its part's exact size. Asking costs a round trip, but only for
-// outputs that are large; creating an upload ahead for every output (most are small) would cost two
-// storage requests per output and step, and presigning part URLs for the largest output allowed
-// (20 GiB) would put hundreds of URLs into every step spec. The result then lists the parts' ETags
-// and the reconciler completes the upload (core/engine/output-uploads.ts).
+// outputs that are large. A plan in the step spec would need an upload created ahead for every output
+// (most are small: two storage requests per output and step for nothing), part URLs for the largest
+// output a step may write (20 GiB) in every spec, whose parts are then either many or too large to run
+// in parallel for a 256 MiB output, and a last part whose size no URL could bind. The result lists
+// the parts' ETags and the reconciler completes the upload (core/engine/output-uploads.ts).
 import { choosePartSize, partCount } from '../files/part-size.ts';
 import { MAX_PART_BYTES } from '../storage/multipart.ts';
 
-/** Outputs at least this large go up in parts (cluster mode); smaller ones keep one PUT. */
+/** Outputs at least this large go up in parts (cluster mode, and embedded mode with S3); smaller ones keep one PUT. */
 export const MULTIPART_OUTPUT_MIN_BYTES = 64 * 1024 * 1024;
 /** Smallest part of an output's upload: 4 at a time keep a pod's link busy without much memory in flight. */
 export const OUTPUT_PART_MIN_BYTES = 16 * 1024 * 1024;
