@@ -51,7 +51,7 @@ export interface StepSpec {
   archive?: { url: string; source: 'external' | 'storage' };
   outputs: StepOutput[];
   /**
-   * Cluster mode: an output (or playlist or folder zip) of at least this many bytes goes up in parts, by
+   * Cluster mode, and embedded mode with S3: an output (or playlist or folder zip) of at least this many bytes goes up in parts, by
    * a plan the runner asks the API for (core/jobs/output-parts.ts); absent, every output is one PUT.
    */
   multipartMinBytes?: number;
