@@ -2,7 +2,12 @@
 // URLs, direct uploads to presigned S3 part URLs, stored files as inputs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { adminClient, startS3Server, type S3Server } from '../core/storage/testing/s3-test-server.ts';
 import { makeClip, probeJson, startMediaServer, startService, type MediaServer, type ServiceFixture } from './harness.ts';
 
@@ -98,5 +103,32 @@ describe('embedded mode with S3 storage', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.fail('upload never STORED');
+  });
+  test('an output past 64 MiB goes up in parts (its S3 ETag says so) and arrives whole; nothing is left unfinished', async () => {
+    const api = svc.client();
+    // 300 frames of 320x240 RGB: 69 MB of raw video, the same bytes wherever ffmpeg writes them.
+    const raw = '-f lavfi -i color=c=red:s=320x240:r=25:d=12 -c:v rawvideo -pix_fmt rgb24 -fflags +bitexact -f avi';
+    const id = await api.submit({ ffmpeg_command: `${raw} {{out_1}}`, output_files: { out_1: 'raw.avi' }, max_command_run_seconds: 120 });
+    const { record } = await api.waitForEnd(id, 120_000);
+    assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
+    const key = decodeURIComponent(new URL(record.output_files.out_1.storage_url).pathname.replace(/^\/storage\//, ''));
+    const admin = adminClient(s3.settings);
+    const stat = await admin.statObject(bucket, key);
+    assert.match(stat.etag, /-5$/, 'a multipart object of five 16 MiB parts');
+
+    const dir = await mkdtemp(join(tmpdir(), 's3-large-output-'));
+    try {
+      await promisify(execFile)('ffmpeg', ['-v', 'error', ...raw.split(' '), join(dir, 'raw.avi')]);
+      const expected = await readFile(join(dir, 'raw.avi'));
+      assert.equal(stat.size, expected.length);
+      const hash = createHash('sha256');
+      for await (const chunk of await admin.getObject(bucket, key)) hash.update(chunk as Buffer);
+      assert.equal(hash.digest('hex'), createHash('sha256').update(expected).digest('hex'));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    const unfinished: unknown[] = [];
+    for await (const upload of admin.listIncompleteUploads(bucket, key, true)) unfinished.push(upload);
+    assert.deepEqual(unfinished, []);
   });
 });

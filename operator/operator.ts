@@ -1,6 +1,7 @@
 // Cluster mode's operator: the same reconciler as embedded mode, with the Kubernetes job backend,
 // FfmpegCommand resources (created when missing, cancelled when deleted, status mirrored) and
 // leader election, so only one replica acts.
+import { DEFAULT_OUTPUT_MULTIPART, type OutputMultipartSettings } from '../core/jobs/output-parts.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { COMMAND_CANCEL_CHANNEL, CommandsRepo } from '../core/commands/commands-repo.ts';
@@ -47,6 +48,8 @@ export interface OperatorOptions {
   queueing?: QueueingSettings;
   runnerDiskRequest?: string;
   runnerDiskLimit?: string;
+  /** Which outputs go up in parts, and their smallest part; default DEFAULT_OUTPUT_MULTIPART (tests lower it). */
+  outputMultipart?: OutputMultipartSettings;
   /** Prometheus metrics: the engine's events, and the state gauges once this replica leads. */
   metrics?: Metrics;
 }
@@ -127,6 +130,8 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       prober: o.prober,
       maxThreads: Number.MAX_SAFE_INTEGER, // a pod gets the CPUs it requests
       stepDiskBytes: parseQuantity(o.runnerDiskLimit ?? DEFAULT_DISK_LIMIT) ?? undefined,
+      // Runner pods upload large outputs in parts (core/jobs/output-parts.ts).
+      outputMultipart: o.outputMultipart ?? DEFAULT_OUTPUT_MULTIPART,
       hooks: {
         onCommandChanged: (id) =>
           commandResources.mirror(

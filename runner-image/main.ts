@@ -11,6 +11,8 @@ import { ErrorStatus } from '../core/commands/error-status.ts';
 import { confinementFromEnv } from './confinement-from-env.ts';
 import { httpReporter, type Reporter } from './reporter.ts';
 import { runStep } from './run-step.ts';
+import { httpUploadPlans, uploadPlansUrl } from './upload-plans.ts';
+import type { PlanUpload } from './outputs.ts';
 
 const abort = new AbortController();
 process.on('SIGTERM', () => abort.abort());
@@ -30,7 +32,7 @@ const confining = confinementFromEnv(settings, workRoot, (line) => process.stder
 confining.catch(() => {}); // awaited below; its failure becomes the step's result
 
 /** Runs one step, reporting through `emit`; a failure to confine becomes the step's result. */
-async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void): Promise<void> {
+async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void, planUpload?: PlanUpload): Promise<void> {
   try {
     const { confinement, uid } = await confining;
     await runStep(spec, {
@@ -46,6 +48,7 @@ async function runOne(spec: StepSpec, emit: (event: RunnerEvent) => void): Promi
       maxOutputFiles: settings.maxOutputFiles,
       podMemoryLimit: settings.podMemoryLimit,
       handoffDir: settings.handoffDir,
+      planUpload,
     });
   } catch (err) {
     // No confinement, no ffmpeg: the step fails and says why.
@@ -76,18 +79,24 @@ if (spec === undefined) {
   );
   for await (const line of specs) {
     if (line.trim() === '') continue;
-    await runOne(JSON.parse(line) as StepSpec, toStdout);
+    const next = JSON.parse(line) as StepSpec;
+    const plans = next.uploadPlans;
+    await runOne(next, toStdout, plans ? httpUploadPlans(plans.url, plans.jobName, plans.token) : undefined);
     if (abort.signal.aborted) break;
   }
   if (abort.signal.aborted) process.exitCode = 143; // stopped from outside: no result of ours
 } else {
-  const reporter: Reporter | null = settings.reportUrl
-    ? httpReporter(settings.reportUrl, settings.jobName ?? jobName(spec.commandId, spec.step, settings.attempt), settings.reportToken)
-    : null;
-  await runOne(spec, (event) => {
-    toStdout(event);
-    reporter?.send(event);
-  });
+  const name = settings.jobName ?? jobName(spec.commandId, spec.step, settings.attempt);
+  const reporter: Reporter | null = settings.reportUrl ? httpReporter(settings.reportUrl, name, settings.reportToken) : null;
+  const planUpload = settings.reportUrl ? httpUploadPlans(uploadPlansUrl(settings.reportUrl), name, settings.reportToken) : undefined;
+  await runOne(
+    spec,
+    (event) => {
+      toStdout(event);
+      reporter?.send(event);
+    },
+    planUpload,
+  );
   if (abort.signal.aborted)
     process.exitCode = 143; // stopped from outside: no result of ours
   else if (reporter && !(await reporter.flush())) {

@@ -12,6 +12,8 @@ import { unknownMedia } from '../core/media/unknown-media.ts';
 import { INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { StepFailure } from './step-failure.ts';
 import { putFile, StorageAnswer } from './put-file.ts';
+import { putParts } from './put-parts.ts';
+import type { OutputUploadPlan, ReportedUpload } from '../core/jobs/output-parts.ts';
 import { outOfSpaceMessage } from '../core/storage/out-of-space.ts';
 
 /** Files under `base` (relative paths), with their size and modification time. */
@@ -41,7 +43,14 @@ export interface CollectOptions {
   maxFiles: number;
   /** Embedded mode: the local storage's hand-off folder (put-file.ts). */
   handoffDir?: string;
+  /** Outputs of at least this many bytes go up in parts (the spec's multipartMinBytes), when planUpload is given. */
+  multipartMinBytes?: number;
+  /** Cluster mode: asks the API for an output's multipart upload plan (upload-plans.ts). */
+  planUpload?: PlanUpload;
 }
+
+/** Asks for the plan of an output's multipart upload. */
+export type PlanUpload = (request: { alias: string; size: number; contentType: string }, signal: AbortSignal) => Promise<OutputUploadPlan>;
 
 export async function collectOutputs(
   outputs: StepOutput[],
@@ -65,8 +74,8 @@ async function uploadFile(output: StepOutput, dir: string, o: CollectOptions): P
   const flushed = o.handoffDir ? startWriteBack(path) : null;
   const media = await o.prober.describe(path, output.fileName);
   await flushed;
-  await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o);
-  return { alias: output.alias, fileName: output.fileName, size, media };
+  const upload = await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o);
+  return { alias: output.alias, fileName: output.fileName, size, media, ...upload };
 }
 
 async function uploadPlaylist(output: StepOutput, dir: string, o: CollectOptions): Promise<OutputResult> {
@@ -77,8 +86,16 @@ async function uploadPlaylist(output: StepOutput, dir: string, o: CollectOptions
   const media = await o.prober.describe(join(folder, output.fileName), output.fileName);
   const zipPath = join(dir, `${output.alias}.zip`);
   const zip = await zipFiles(folder, names, zipPath);
-  await put(output, zipPath, zip.size, 'application/zip', o);
-  return { alias: output.alias, fileName: output.fileName, size: zip.totalBytes, fileCount: names.length, compressedSize: zip.size, media };
+  const upload = await put(output, zipPath, zip.size, 'application/zip', o);
+  return {
+    alias: output.alias,
+    fileName: output.fileName,
+    size: zip.totalBytes,
+    fileCount: names.length,
+    compressedSize: zip.size,
+    media,
+    ...upload,
+  };
 }
 
 async function uploadFolder(output: StepOutput, dir: string, before: Map<string, string>, o: CollectOptions): Promise<OutputResult> {
@@ -97,7 +114,7 @@ async function uploadFolder(output: StepOutput, dir: string, before: Map<string,
   await mkdir(join(dir, OUTPUT_DIR), { recursive: true });
   const zipPath = join(dir, OUTPUT_DIR, output.fileName);
   const zip = await zipFiles(dir, produced, zipPath);
-  await put(output, zipPath, zip.size, 'application/zip', o);
+  const upload = await put(output, zipPath, zip.size, 'application/zip', o);
   return {
     alias: output.alias,
     fileName: output.fileName,
@@ -105,6 +122,7 @@ async function uploadFolder(output: StepOutput, dir: string, before: Map<string,
     fileCount: produced.length,
     compressedSize: zip.size,
     media: unknownMedia(output.fileName),
+    ...upload,
   };
 }
 
@@ -149,9 +167,21 @@ async function nonEmptySize(path: string, output: StepOutput): Promise<number> {
   return size;
 }
 
-async function put(output: StepOutput, path: string, size: number, contentType: string, o: CollectOptions): Promise<void> {
+/** Stores the file: one PUT, or a multipart upload for a large one (then what the result says of it). */
+async function put(
+  output: StepOutput,
+  path: string,
+  size: number,
+  contentType: string,
+  o: CollectOptions,
+): Promise<{ upload?: ReportedUpload }> {
   try {
+    if (o.planUpload && o.multipartMinBytes !== undefined && size >= o.multipartMinBytes) {
+      const plan = await o.planUpload({ alias: output.alias, size, contentType }, o.signal);
+      return { upload: await putParts(plan, path, size, { signal: o.signal }) };
+    }
     await putFile(output.uploadUrl, path, { size, contentType, signal: o.signal, handoffDir: o.handoffDir });
+    return {};
   } catch (err) {
     // 507: the storage's disk is full (the local storage says so before it takes the bytes).
     if (err instanceof StorageAnswer && err.status === 507) {

@@ -29,7 +29,7 @@ export interface PutFileOptions {
 export const UPLOAD_RETRY_DELAYS_MS = [1_000, 3_000];
 
 /** Tries `put` again while what failed may pass: a 5xx from storage (not 507), or the transfer's own error; not a 4xx, not a cancel. */
-async function withRetries(put: () => Promise<void>, signal: AbortSignal, delaysMs: readonly number[]): Promise<void> {
+export async function withRetries<T>(put: () => Promise<T>, signal: AbortSignal, delaysMs: readonly number[]): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await put();
@@ -63,7 +63,13 @@ export async function putFile(url: string, path: string, o: PutFileOptions): Pro
       : { 'content-length': String(o.size) };
     // Each try streams the file (or names the hand-off file) afresh.
     await withRetries(
-      () => send(url, handoff ? Readable.from([]) : createReadStream(path), { ...headers, 'content-type': o.contentType }, o.signal),
+      async () =>
+        void (await send(
+          url,
+          handoff ? Readable.from([]) : createReadStream(path),
+          { ...headers, 'content-type': o.contentType },
+          o.signal,
+        )),
       o.signal,
       o.retryDelaysMs ?? UPLOAD_RETRY_DELAYS_MS,
     );
@@ -85,7 +91,8 @@ async function moveToHandoff(path: string, handoffDir: string): Promise<{ name: 
   }
 }
 
-async function send(url: string, body: Readable, headers: Record<string, string>, signal: AbortSignal): Promise<void> {
+/** One PUT of `body`; resolves with the ETag storage answered (a part's, for a multipart upload), or null. */
+export async function send(url: string, body: Readable, headers: Record<string, string>, signal: AbortSignal): Promise<string | null> {
   const target = new URL(url);
   const request = (target.protocol === 'https:' ? https : http).request(target, { method: 'PUT', headers, signal });
   // on, not once: an error after the answer (the connection reset) must not go unhandled.
@@ -103,4 +110,6 @@ async function send(url: string, body: Readable, headers: Record<string, string>
   // A 2xx means storage has the whole body (it checks the declared length), whatever the request's own
   // end reported: a premature close, when storage closes the connection with its answer (an API pod
   // shutting down during a rollout), is no failure.
+  const etag = response.headers.etag;
+  return typeof etag === 'string' ? etag : null;
 }

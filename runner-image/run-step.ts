@@ -13,7 +13,7 @@ import { handOver } from '../core/confine/hand-over.ts';
 import { DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from '../core/confine/limits.ts';
 import { FileProber } from '../core/media/file-prober.ts';
 import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
-import { collectOutputs, listFiles } from './outputs.ts';
+import { collectOutputs, listFiles, type PlanUpload } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
 import { ffmpegRanOutOfSpace, isOutOfSpace, outOfSpaceMessage } from '../core/storage/out-of-space.ts';
 import { ffmpegErrorText } from './ffmpeg-error.ts';
@@ -42,6 +42,8 @@ export interface RunStepOptions {
   podMemoryLimit?: string;
   /** Embedded mode: the local storage's hand-off folder, to store outputs without a second copy. */
   handoffDir?: string;
+  /** Cluster mode: asks the API for a large output's multipart upload plan (upload-plans.ts). */
+  planUpload?: PlanUpload;
 }
 
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
@@ -144,6 +146,8 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       prober,
       maxFiles: o.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
       handoffDir: o.handoffDir,
+      multipartMinBytes: spec.multipartMinBytes,
+      planUpload: o.planUpload,
     });
     o.emit({ type: 'result', ok: true, ffmpegSeconds, inputBytes, outputs, ...phases.seconds() });
   } catch (err) {

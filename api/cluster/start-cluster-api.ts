@@ -80,6 +80,7 @@ export async function startClusterApi(
       commands,
       tokenSecret: o.tokenSecret,
       limits: { ...DEFAULT_REPORT_LIMITS, ...o.reportLimits },
+      storage: o.storage,
     }),
     webhookAllowAddresses: o.webhookAllowAddresses ?? [],
     webhookRetentionMs: o.webhookRetentionMs,

@@ -22,6 +22,9 @@ import { LocalProcessBackend } from '../../core/engine/local-process-backend.ts'
 import type { Reconciler } from '../../core/engine/reconciler.ts';
 import { createEngine } from '../../core/engine/engine.ts';
 import { storageFilesRoutes } from '../routes/storage-files.ts';
+import { jobUploadRoutes } from '../routes/job-uploads.ts';
+import { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
+import { DEFAULT_OUTPUT_MULTIPART } from '../../core/jobs/output-parts.ts';
 import { publicFilesProxy } from '../routes/public-files-proxy.ts';
 import { createStorage } from '../../core/storage/create-storage.ts';
 import { adminSocketPath, startAdminSocket } from '../cli/admin-socket.ts';
@@ -112,7 +115,16 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
       warmRunner: true,
     });
     backendStarted = backend;
+    // S3 storage: large outputs go up in parts (core/jobs/output-parts.ts); local storage takes them by hand-off.
+    const outputMultipart =
+      storage instanceof LocalStorage
+        ? undefined
+        : {
+            ...DEFAULT_OUTPUT_MULTIPART,
+            plans: { url: `${publicUrl}/internal/v1/job-uploads`, tokenSecret: randomBytes(32).toString('hex') },
+          };
     const engine = createEngine({
+      outputMultipart,
       settings: config,
       database,
       storage,
@@ -139,6 +151,16 @@ export async function startEmbedded(config: Config, logger: Logger, tuning: Embe
           ? storageFilesRoutes(storage, { reserveBytes: config.diskReserveBytes })
           : publicFilesProxy(storage),
       maxBodyBytes: config.maxBodyBytes,
+      jobEventRoutes: outputMultipart
+        ? jobUploadRoutes({
+            events: new JobEventsRepo(database.db),
+            commands,
+            tokenSecret: outputMultipart.plans.tokenSecret,
+            limits: { ...config, outputMultipart },
+            storage,
+            outputMultipart,
+          })
+        : undefined,
       trustedProxies: config.trustedProxies,
       eventStreams: eventStreamLimits(config),
       metrics,

@@ -15,10 +15,13 @@ import type { JobEventsRepo } from '../../core/jobs/job-events-repo.ts';
 import { jobTokenValid } from '../../core/jobs/job-token.ts';
 import { refusedResult, resultProblem } from '../../core/jobs/result-bounds.ts';
 import { parseRunnerEvent } from '../../core/jobs/runner-event-schema.ts';
+import { DEFAULT_OUTPUT_MULTIPART } from '../../core/jobs/output-parts.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, type RunnerEvent } from '../../core/jobs/step-spec.ts';
 import { JobEventBudget } from '../middleware/job-event-budget.ts';
+import type { Storage } from '../../core/storage/storage.ts';
+import { addJobUploadRoute } from './job-uploads.ts';
 
-/** Largest body of each event type: a result holds up to 20 outputs' media, or an error message. */
+/** Largest body of each event type: a result holds up to 20 outputs' media (and the ETags of those uploaded in parts), or an error message. */
 export const EVENT_BODY_LIMITS = { stage: 1024, progress: 1024, result: 64 * 1024, log: 128 * 1024 } as const;
 /** Nothing larger is read at all: a result a little past its limit is still read, to fail its step saying why. */
 const READ_LIMIT = 2 * EVENT_BODY_LIMITS.result;
@@ -28,7 +31,7 @@ export const TOKEN_GRACE_SECONDS = 600;
 /** The limits the operator gives runners (shared settings): what a result may report. */
 export type ReportLimits = Pick<
   RunLimits,
-  'downloadMaxBytes' | 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds' | 'maxOutputFileBytes' | 'maxOutputFiles'
+  'downloadMaxBytes' | 'downloadTimeoutSeconds' | 'uploadAllowanceSeconds' | 'maxOutputFileBytes' | 'maxOutputFiles' | 'outputMultipart'
 >;
 
 /** The settings' defaults (core/config.ts), for an API started without them. */
@@ -38,6 +41,7 @@ export const DEFAULT_REPORT_LIMITS: ReportLimits = {
   uploadAllowanceSeconds: 900,
   maxOutputFileBytes: DEFAULT_MAX_OUTPUT_FILE_BYTES,
   maxOutputFiles: DEFAULT_MAX_OUTPUT_FILES,
+  outputMultipart: DEFAULT_OUTPUT_MULTIPART,
 };
 
 export interface JobEventRoutesOptions {
@@ -46,6 +50,8 @@ export interface JobEventRoutesOptions {
   tokenSecret: string;
   limits: ReportLimits;
   budget?: JobEventBudget;
+  /** Storage, for the plans of outputs uploaded in parts (job-uploads.ts; served when limits.outputMultipart is set). */
+  storage?: Storage;
 }
 
 export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
@@ -59,6 +65,8 @@ export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
       onError: (c) => c.json({ detail: `event too large (limit ${READ_LIMIT} bytes)` }, 413, { connection: 'close' }),
     }),
   );
+  const outputMultipart = o.limits.outputMultipart;
+  if (o.storage && outputMultipart) addJobUploadRoute(app, { ...o, storage: o.storage, outputMultipart }, budget);
   app.post('/internal/v1/job-events', async (c) => {
     const token = (c.req.header('authorization') ?? '').replace(/^Bearer\s+/i, '');
     if (!/^[0-9a-f]{64}$/.test(token)) return c.json({ detail: 'invalid job token' }, 401);
@@ -71,36 +79,58 @@ export function jobEventRoutes(o: JobEventRoutesOptions): Hono {
     }
     if (typeof body !== 'object' || body === null || Object.keys(body).some((k) => k !== 'jobName' && k !== 'event'))
       return c.json({ detail: 'the body is {"jobName": ..., "event": {...}} and nothing else' }, 422);
-    const name = (body as { jobName?: unknown }).jobName;
-    const ref = typeof name === 'string' ? parseJobName(name) : null;
-    if (!ref) return c.json({ detail: 'jobName: not the name of a Job of this service' }, 422);
-    if (!jobTokenValid(o.tokenSecret, ref.name, token)) return c.json({ detail: 'invalid job token' }, 401);
-
-    const wait = budget.take(ref.name);
-    if (wait !== null)
-      return c.json({ detail: `too many reports for this Job; retry after ${wait} s` }, 429, { 'retry-after': String(wait) });
+    const job = await jobOf(o, budget, (body as { jobName?: unknown }).jobName, token);
+    if (!job.ok) return c.json({ detail: job.detail }, job.status, job.headers);
+    const { ref } = job;
     const reported = (body as { event?: unknown }).event;
     const type = (reported as { type?: unknown } | null)?.type;
     const kind = typeof type === 'string' && Object.hasOwn(EVENT_BODY_LIMITS, type) ? (type as keyof typeof EVENT_BODY_LIMITS) : null;
-
-    const command = await o.commands.findById(ref.commandId);
-    if (!runsStep(command, ref)) return c.json({ detail: 'the step of this Job has ended' }, 409);
-    const state = await o.events.reportState(ref.name);
-    if (state.hasResult) return c.json({ detail: 'the result of this Job is stored already' }, 409);
-    const lifetime = stepDeadlineSeconds(command, o.limits) + TOKEN_GRACE_SECONDS;
-    if (state.firstEventAgeSeconds !== null && state.firstEventAgeSeconds > lifetime)
-      return c.json({ detail: `job token expired (${lifetime} s after the Job's first report)` }, 401);
 
     if (kind !== null && Buffer.byteLength(raw) > EVENT_BODY_LIMITS[kind])
       return refuse(c, o.events, ref, kind === 'result', `a ${kind} event is at most ${EVENT_BODY_LIMITS[kind]} bytes`, 413);
     const parsed = parseRunnerEvent(reported);
     let problem = parsed.ok ? null : parsed.problem;
     const event = parsed.ok ? parsed.event : null;
-    if (event?.type === 'result') problem = resultProblem(event, stepBounds(command, ref.step, o.limits));
+    if (event?.type === 'result') problem = resultProblem(event, stepBounds(job.command, ref.step, o.limits));
     if (problem !== null) return refuse(c, o.events, ref, kind === 'result', problem);
     return store(c, o.events, ref, event!);
   });
   return app;
+}
+
+export type JobCheck =
+  | { ok: true; ref: JobRef; command: CommandRow }
+  | { ok: false; status: 401 | 409 | 422 | 429; detail: string; headers?: Record<string, string> };
+
+/**
+ * The Job a runner's request is of, when its token is the Job's and still good, the Job's budget has
+ * room, and its step still runs with no result stored; otherwise the answer that says why not.
+ */
+export async function jobOf(
+  o: Pick<JobEventRoutesOptions, 'commands' | 'events' | 'tokenSecret' | 'limits'>,
+  budget: JobEventBudget,
+  name: unknown,
+  token: string,
+): Promise<JobCheck> {
+  const ref = typeof name === 'string' ? parseJobName(name) : null;
+  if (!ref) return { ok: false, status: 422, detail: 'jobName: not the name of a Job of this service' };
+  if (!jobTokenValid(o.tokenSecret, ref.name, token)) return { ok: false, status: 401, detail: 'invalid job token' };
+  const wait = budget.take(ref.name);
+  if (wait !== null)
+    return {
+      ok: false,
+      status: 429,
+      detail: `too many reports for this Job; retry after ${wait} s`,
+      headers: { 'retry-after': String(wait) },
+    };
+  const command = await o.commands.findById(ref.commandId);
+  if (!runsStep(command, ref)) return { ok: false, status: 409, detail: 'the step of this Job has ended' };
+  const state = await o.events.reportState(ref.name);
+  if (state.hasResult) return { ok: false, status: 409, detail: 'the result of this Job is stored already' };
+  const lifetime = stepDeadlineSeconds(command, o.limits) + TOKEN_GRACE_SECONDS;
+  if (state.firstEventAgeSeconds !== null && state.firstEventAgeSeconds > lifetime)
+    return { ok: false, status: 401, detail: `job token expired (${lifetime} s after the Job's first report)` };
+  return { ok: true, ref, command };
 }
 
 /** 422 naming the field (413: too large); a refused result fails the step in its place, so the command says why. */
@@ -133,7 +163,7 @@ async function store(c: Context, events: JobEventsRepo, ref: JobRef, event: Runn
  * The command runs the step and attempt this Job was made for. Kueue mode: QUEUED in the cluster's
  * queue too, since its pod may report before the operator has seen Kueue release it.
  */
-function runsStep(command: CommandRow | null, ref: JobRef): command is CommandRow {
+export function runsStep(command: CommandRow | null, ref: JobRef): command is CommandRow {
   if (!command || jobName(command.id, command.currentStep, command.attempt) !== ref.name) return false;
   return command.status === CommandStatus.PROCESSING || (command.status === CommandStatus.QUEUED && command.inClusterQueue);
 }

@@ -1,5 +1,6 @@
 // Both modes' engine, built in one place from the configuration: the reconciler and the file tasks
 // over one job backend. Embedded mode gives it local processes, cluster mode Kubernetes Jobs.
+import type { OutputMultipartSettings } from '../jobs/output-parts.ts';
 import { CommandLogsRepo } from '../commands/command-logs-repo.ts';
 import type { Logger } from 'pino';
 import { AccountsRepo } from '../accounts/accounts-repo.ts';
@@ -34,6 +35,8 @@ export interface EngineOptions {
   maxThreads: number;
   /** Cluster mode: the disk a step may use (FFOP_RUNNER_DISK_LIMIT), which bounds what its result may report. */
   stepDiskBytes?: number;
+  /** Cluster mode: large outputs go up in parts (core/jobs/output-parts.ts). */
+  outputMultipart?: OutputMultipartSettings;
   /** Cluster mode's hooks: the FfmpegCommand resources follow the commands. */
   hooks?: Pick<ReconcilerOptions, 'onCommandChanged' | 'ensureResource' | 'onCommandEvent'>;
   /** Safety-net intervals; both loops also run whenever something changes. */
@@ -68,6 +71,7 @@ export function createEngine(o: EngineOptions): Engine {
       maxOutputFileBytes: settings.maxOutputFileBytes,
       maxOutputFiles: settings.maxOutputFiles,
       stepDiskBytes: o.stepDiskBytes,
+      outputMultipart: o.outputMultipart,
     },
     workDir: settings.workDir,
     resyncMs: o.reconcileResyncMs,

@@ -79,6 +79,8 @@ export class Reconciler {
       workDir: o.workDir,
       onRefused: (command, step, event) =>
         this.log(command).warn({ step, error_message: event.ok ? '' : event.errorMessage }, 'result refused'),
+      onUploadsLeft: (command, step, err) =>
+        this.log(command).warn({ step, err: err.message }, 'could not abort the unfinished uploads of a failed step'),
     };
     this.stepStates = new StepStateWrites({
       write: (ref, state) => o.commands.recordStepState(ref, state),

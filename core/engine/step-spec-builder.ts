@@ -7,6 +7,7 @@ import type { StepBounds } from '../jobs/result-bounds.ts';
 import type { Storage } from '../storage/storage.ts';
 import { objectKey } from '../storage/object-keys.ts';
 import { accountMayRead, storageKeyOfUrl } from './storage-inputs.ts';
+import type { OutputMultipartSettings } from '../jobs/output-parts.ts';
 
 export interface RunLimits {
   downloadMaxBytes: number;
@@ -21,6 +22,8 @@ export interface RunLimits {
   maxOutputFiles?: number;
   /** Cluster mode: a step's disk (FFOP_RUNNER_DISK_LIMIT), or undefined when not known. */
   stepDiskBytes?: number;
+  /** Cluster mode: large outputs go up in parts (core/jobs/output-parts.ts); absent, every output is one PUT. */
+  outputMultipart?: OutputMultipartSettings;
 }
 
 /** Whole-step deadline: downloads + max_command_run_seconds + uploads. */
@@ -36,8 +39,17 @@ export function playlistStagingKey(accountId: string, fileId: string): string {
   return `staging/${accountId}/${fileId}/playlist.zip`;
 }
 
+/** Where an output of the command is stored; a playlist's zip first goes to its staging key. */
+export function outputKey(
+  command: Pick<CommandRow, 'isPrivate' | 'accountId'>,
+  o: Pick<CommandRow['outputs'][number], 'kind' | 'fileId' | 'fileName'>,
+): string {
+  if (o.kind === 'playlist') return playlistStagingKey(command.accountId, o.fileId);
+  return objectKey({ isPrivate: command.isPrivate, accountId: command.accountId, fileId: o.fileId, fileName: o.fileName });
+}
+
 /** The outputs a step writes. A folder output is written by the command's plain relative names, so it has no placeholder. */
-function stepOutputs(command: Pick<CommandRow, 'steps' | 'outputs'>, step: number): CommandRow['outputs'] {
+export function stepOutputs(command: Pick<CommandRow, 'steps' | 'outputs'>, step: number): CommandRow['outputs'] {
   const parsed = command.steps[step].command;
   return command.outputs.filter((o) => o.kind === 'folder' || parsed.outputAliases.includes(o.alias));
 }
@@ -46,7 +58,7 @@ function stepOutputs(command: Pick<CommandRow, 'steps' | 'outputs'>, step: numbe
 export function stepBounds(
   command: Pick<CommandRow, 'steps' | 'outputs' | 'inputArchiveUrl' | 'maxCommandRunSeconds'>,
   step: number,
-  limits: Pick<RunLimits, 'downloadMaxBytes' | 'maxOutputFileBytes' | 'maxOutputFiles' | 'stepDiskBytes'>,
+  limits: Pick<RunLimits, 'downloadMaxBytes' | 'maxOutputFileBytes' | 'maxOutputFiles' | 'stepDiskBytes' | 'outputMultipart'>,
 ): StepBounds {
   return {
     outputs: stepOutputs(command, step),
@@ -56,6 +68,7 @@ export function stepBounds(
     maxOutputFiles: limits.maxOutputFiles ?? DEFAULT_MAX_OUTPUT_FILES,
     maxCommandRunSeconds: command.maxCommandRunSeconds,
     diskBytes: limits.stepDiskBytes ?? null,
+    outputPartMinBytes: limits.outputMultipart?.minPartBytes ?? null,
   };
 }
 
@@ -85,8 +98,8 @@ export async function buildStepSpec(command: CommandRow, step: number, storage: 
   const produced = stepOutputs(command, step);
   const outputs: StepOutput[] = [];
   for (const o of produced) {
-    const key = o.kind === 'playlist' ? playlistStagingKey(command.accountId, o.fileId) : keyOf(o.fileId, o.fileName);
-    outputs.push({ alias: o.alias, fileName: o.fileName, kind: o.kind, uploadUrl: await storage.presignPut(key, urlTtl) });
+    const uploadUrl = await storage.presignPut(outputKey(command, o), urlTtl);
+    outputs.push({ alias: o.alias, fileName: o.fileName, kind: o.kind, uploadUrl });
   }
 
   let archive: StepSpec['archive'];
@@ -105,6 +118,7 @@ export async function buildStepSpec(command: CommandRow, step: number, storage: 
     inputs,
     archive,
     outputs,
+    multipartMinBytes: limits.outputMultipart?.minBytes,
     threads: Math.max(1, Math.min(command.vcpuCount, limits.maxThreads)),
     timeoutSeconds: command.maxCommandRunSeconds,
     download: { maxBytes: limits.downloadMaxBytes, timeoutSeconds: limits.downloadTimeoutSeconds, allow: limits.allow },

@@ -16,6 +16,7 @@ const step: StepBounds = {
   maxOutputFiles: 100,
   maxCommandRunSeconds: 60,
   diskBytes: 10 * GiB,
+  outputPartMinBytes: 16 * 1024 ** 2,
 };
 const file: OutputResult = { alias: 'out_1', fileName: 'o.mp4', size: 1000, media: unknownMedia('o.mp4') };
 const playlist: OutputResult = {
@@ -77,4 +78,21 @@ test('attack: sizes and counts beyond what the step could write are refused', ()
   assert.match(resultProblem(success([file, playlist], { ffmpegSeconds: 121 }), step)!, /^ffmpegSeconds: /);
   // Without a known disk, the downloads alone bound the input.
   assert.equal(resultProblem(success([file, playlist], { inputBytes: 2 * GiB }), { ...step, diskBytes: null }), null);
+});
+
+test('an output uploaded in parts: the parts planned for its size; none where outputs go whole', () => {
+  const MiB = 1024 ** 2;
+  const parts = (n: number) => Array.from({ length: n }, (_, i) => ({ partNumber: i + 1, etag: `"${'ab'.repeat(16)}"` }));
+  const big = { ...file, size: 100 * MiB };
+  const zipped = { ...playlist, size: 120 * MiB, compressedSize: 100 * MiB };
+  assert.equal(resultProblem(success([{ ...big, upload: { uploadId: 'u1', parts: parts(7) } }, playlist]), step), null);
+  assert.equal(resultProblem(success([file, { ...zipped, upload: { uploadId: 'u2', parts: parts(7) } }]), step), null);
+  assert.match(
+    resultProblem(success([{ ...big, upload: { uploadId: 'u1', parts: parts(6) } }, playlist]), step)!,
+    /^outputs\.0\.upload\.parts: 6 parts listed/,
+  );
+  assert.match(
+    resultProblem(success([{ ...big, upload: { uploadId: 'u1', parts: parts(7) } }, playlist]), { ...step, outputPartMinBytes: null })!,
+    /^outputs\.0\.upload: this step uploads its outputs whole/,
+  );
 });

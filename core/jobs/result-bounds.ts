@@ -3,6 +3,7 @@
 // whole (the step fails naming why): its figures count against the account's quotas.
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { OutputResult, RunnerEvent } from './step-spec.ts';
+import { reportedUploadProblem } from './output-parts.ts';
 
 /** Seconds ffmpeg may report beyond max_command_run_seconds: it is stopped at the limit, which takes a moment. */
 const FFMPEG_SECONDS_MARGIN = 60;
@@ -20,6 +21,8 @@ export interface StepBounds {
   maxCommandRunSeconds: number;
   /** Cluster mode: the step's disk (its work volume's limit); null when unknown. */
   diskBytes: number | null;
+  /** Cluster mode: the smallest part of an output uploaded in parts; null when no output may be (one PUT each). */
+  outputPartMinBytes: number | null;
 }
 
 type Result = Extract<RunnerEvent, { type: 'result' }>;
@@ -52,7 +55,7 @@ export function resultProblem(event: Result, step: StepBounds): string | null {
     seen.add(output.alias);
     if (output.fileName !== declared.fileName)
       return `outputs.${i}.fileName: "${output.fileName}" is not the declared name of ${output.alias}`;
-    const problem = outputProblem(output, declared.kind, step);
+    const problem = outputProblem(output, declared.kind, step) ?? uploadProblem(output, step);
     if (problem) return `outputs.${i}.${problem}`;
   }
   const missing = step.outputs.find((d) => !seen.has(d.alias));
@@ -61,6 +64,13 @@ export function resultProblem(event: Result, step: StepBounds): string | null {
   if (step.diskBytes !== null && total > step.diskBytes)
     return `outputs: ${total} bytes together is more than the step's disk (${step.diskBytes} bytes)`;
   return null;
+}
+
+/** An output uploaded in parts: the parts the service planned for its size, each listed once in order. */
+function uploadProblem(output: OutputResult, step: StepBounds): string | null {
+  if (output.upload === undefined) return null;
+  if (step.outputPartMinBytes === null) return 'upload: this step uploads its outputs whole, never in parts';
+  return reportedUploadProblem(output.upload, output.compressedSize ?? output.size, step.outputPartMinBytes);
 }
 
 function outputProblem(output: OutputResult, kind: 'file' | 'playlist' | 'folder', step: StepBounds): string | null {

@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { ErrorStatus } from '../commands/error-status.ts';
 import { COMMAND_LIMITS } from '../command-line/parse.ts';
 import { ProcessingStage, type RunnerEvent } from './step-spec.ts';
+import { MAX_OUTPUT_PARTS } from './output-parts.ts';
 
 /** About 31 years: any number of seconds beyond is nonsense. */
 const MAX_SECONDS = 1e9;
@@ -45,6 +46,16 @@ const outputSchema = v.strictObject({
   fileCount: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
   compressedSize: v.optional(bytes),
   media: mediaSchema,
+  // Shapes only; result-bounds.ts checks the parts against the output's size.
+  upload: v.optional(
+    v.strictObject({
+      uploadId: text(1024),
+      parts: v.pipe(
+        v.array(v.strictObject({ partNumber: v.pipe(v.number(), v.safeInteger(), v.minValue(1)), etag: text(130) })),
+        v.maxLength(MAX_OUTPUT_PARTS),
+      ),
+    }),
+  ),
 });
 
 const stageSchema = v.strictObject({ type: v.literal('stage'), stage: v.picklist(Object.values(ProcessingStage)) });

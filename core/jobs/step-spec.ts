@@ -5,6 +5,7 @@
 import type { ParsedCommand } from '../command-line/parsed-command.ts';
 import type { ErrorStatus } from '../commands/error-status.ts';
 import type { MediaInfo } from '../media/media-info.ts';
+import type { ReportedUpload } from './output-parts.ts';
 
 /** What a runner may write when no setting says otherwise (FFOP_MAX_OUTPUT_FILE_BYTES, FFOP_MAX_OUTPUT_FILES). */
 export const DEFAULT_MAX_OUTPUT_FILE_BYTES = 20 * 1024 ** 3;
@@ -49,6 +50,13 @@ export interface StepSpec {
   /** input_compressed_folder: a zip extracted into the working folder before ffmpeg runs. */
   archive?: { url: string; source: 'external' | 'storage' };
   outputs: StepOutput[];
+  /**
+   * Cluster mode, and embedded mode with S3: an output (or playlist or folder zip) of at least this many bytes goes up in parts, by
+   * a plan the runner asks the API for (core/jobs/output-parts.ts); absent, every output is one PUT.
+   */
+  multipartMinBytes?: number;
+  /** Embedded mode: where this step asks for plans, as which Job, with its token (cluster mode: the runner's environment). */
+  uploadPlans?: { url: string; jobName: string; token: string };
   /** ffmpeg threads (vcpu_count, capped at the cores the runner has). */
   threads: number;
   /** max_command_run_seconds: wall-clock cap on the ffmpeg process. */
@@ -70,6 +78,8 @@ export interface OutputResult {
   fileCount?: number;
   compressedSize?: number;
   media: MediaInfo;
+  /** Uploaded in parts: the upload the reconciler completes (core/engine/output-uploads.ts). */
+  upload?: ReportedUpload;
 }
 
 export type RunnerEvent =

@@ -578,6 +578,16 @@ export class LocalStorage implements Storage {
     await rm(join(this.#uploadsDir, uploadId), { recursive: true, force: true, maxRetries: 3 });
   }
 
+  /** Reads every upload's record: meant for the rare cleanup of a failed step's outputs, not for a hot path. */
+  async unfinishedUploads(key: string): Promise<string[]> {
+    assertValidKey(key);
+    const ids: string[] = [];
+    for (const uploadId of await listDir(this.#uploadsDir)) {
+      if ((await this.#readUpload(key, uploadId)) !== null) ids.push(uploadId);
+    }
+    return ids.sort();
+  }
+
   /** The upload's record; null when the id is malformed, unknown, or the upload is of another key. */
   async #readUpload(key: string | null, uploadId: string): Promise<UploadRecord | null> {
     if (key !== null) assertValidKey(key);

@@ -330,6 +330,22 @@ export class S3Storage implements Storage {
     return { size: parts.reduce((sum, part) => sum + part.size, 0) };
   }
 
+  /** ListMultipartUploads by prefix (the key itself), keeping the key's own (as #listPage, not the minio client's listing). */
+  async unfinishedUploads(key: string): Promise<string[]> {
+    assertValidKey(key);
+    const ids: string[] = [];
+    let marker: { keyMarker: string; uploadIdMarker: string } | undefined;
+    do {
+      let query = `uploads&max-uploads=1000&prefix=${awsEscape(key)}`;
+      if (marker) query += `&key-marker=${awsEscape(marker.keyMarker)}&upload-id-marker=${awsEscape(marker.uploadIdMarker)}`;
+      const res = await this.#client.makeRequestAsync({ method: 'GET', bucketName: this.bucket, query }, '', [200]);
+      const page = uploadsPage(await readText(res));
+      ids.push(...page.uploads.filter((u) => u.key === key).map((u) => u.uploadId));
+      marker = page.next;
+    } while (marker !== undefined);
+    return ids.sort();
+  }
+
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
     assertValidKey(key);
     if (!isUploadId(uploadId)) return;
@@ -339,6 +355,22 @@ export class S3Storage implements Storage {
       if (s3Code(err) !== 'NoSuchUpload') throw err;
     }
   }
+}
+
+/** One ListMultipartUploads page's uploads, and where the next page starts when there is one. */
+function uploadsPage(xml: string): { uploads: { key: string; uploadId: string }[]; next?: { keyMarker: string; uploadIdMarker: string } } {
+  const urlEncoded = xmlText(xml, 'EncodingType')[0] === 'url';
+  const uploads = [...xml.matchAll(/<Upload>[\s\S]*?<\/Upload>/g)].map((upload) => {
+    const [key] = xmlText(upload[0], 'Key');
+    const [uploadId] = xmlText(upload[0], 'UploadId');
+    if (key === undefined || uploadId === undefined) throw new Error('S3 upload listing without a Key or UploadId');
+    return { key: urlEncoded ? decodeURIComponent(key.replace(/\+/g, ' ')) : key, uploadId };
+  });
+  if (xmlText(xml, 'IsTruncated')[0] !== 'true') return { uploads };
+  const [keyMarker] = xmlText(xml, 'NextKeyMarker');
+  const [uploadIdMarker] = xmlText(xml, 'NextUploadIdMarker');
+  if (keyMarker === undefined || uploadIdMarker === undefined) throw new Error('S3 upload listing truncated without markers');
+  return { uploads, next: { keyMarker, uploadIdMarker } };
 }
 
 /**

@@ -64,6 +64,8 @@ export interface Storage {
   lastUploadActivity(key: string, uploadId: string): Promise<Date | null>;
   /** Discards the upload and its parts. Unknown or finished uploads are not an error. */
   abortMultipartUpload(key: string, uploadId: string): Promise<void>;
+  /** Ids of the uploads of exactly `key` that were started and neither completed nor aborted. */
+  unfinishedUploads(key: string): Promise<string[]>;
 }
 
 export interface UploadedPart {

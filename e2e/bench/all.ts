@@ -45,6 +45,7 @@ try {
   await bench('api-load.ts', [quick ? 4 : 8], pg);
   await bench('upload-throughput.ts', [quick ? 64 : 200, 16, 3, quick ? 1 : 3]);
   await bench('stored-file-download.ts', [quick ? 3 : 5, 1024]);
+  await bench('output-multipart.ts', [quick ? 64 : 256, quick ? 3 : 5]);
   await bench('queued-commands.ts', [quick ? 200 : 1000, 'cheap'], pglite);
   await bench('large-media.ts', [quick ? 2 : 5, '--s3'], pglite);
   if (withCluster) await bench('cluster-overhead.ts', quick ? [100, 2000] : [], pg);

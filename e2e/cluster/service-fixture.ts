@@ -19,6 +19,7 @@ import { RUNNER_CONTAINER, SERVICE_ACCOUNTS } from '../../core/k8s/names.ts';
 import { runnerNodeArgs } from '../../core/jobs/runner-contract.ts';
 import { createLogger } from '../../core/logger.ts';
 import { LocalStorage } from '../../core/storage/local-storage.ts';
+import type { OutputMultipartSettings } from '../../core/jobs/output-parts.ts';
 import { startOperator, type RunningOperator } from '../../operator/operator.ts';
 import { ApiClient, freePort } from '../harness.ts';
 import { startCluster, type Cluster } from './cluster.ts';
@@ -49,7 +50,13 @@ export interface ClusterService {
 }
 
 export async function startClusterService(
-  opts: { allow?: string[]; minRequestTimeout?: number; withOperator?: boolean } = {},
+  opts: {
+    allow?: string[];
+    minRequestTimeout?: number;
+    withOperator?: boolean;
+    /** Which outputs go up in parts (the API's plans and the operator's specs and checks agree on it). */
+    outputMultipart?: OutputMultipartSettings;
+  } = {},
 ): Promise<ClusterService> {
   if (!process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres'))
     throw new Error('cluster tests need FFOP_TEST_DATABASE_URL=postgres://... (scripts/test.sh sets it)');
@@ -83,6 +90,7 @@ export async function startClusterService(
     host: '127.0.0.1',
     port,
     uploadTtlSeconds: 3600,
+    reportLimits: opts.outputMultipart ? { outputMultipart: opts.outputMultipart } : undefined,
   });
   const agent = await startNodeAgent({
     kubeconfig: cluster.kubeconfig,
@@ -115,6 +123,7 @@ export async function startClusterService(
       },
       leaseSeconds: 4,
       runnerWorkRoot: join(dir, 'pods'),
+      outputMultipart: opts.outputMultipart,
     });
     return op;
   };

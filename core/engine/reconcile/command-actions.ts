@@ -16,6 +16,8 @@ import type { JobBackend } from '../job-backend.ts';
 import type { RunLimits } from '../step-spec-builder.ts';
 import type { EngineMetrics } from '../../metrics/metrics.ts';
 import { outputFileRows, runsStep, type ResultEvent } from './step-results.ts';
+import { abortOutputUploads } from '../output-uploads.ts';
+import { jobToken } from '../../jobs/job-token.ts';
 
 export interface CommandActionsOptions {
   commands: CommandsRepo;
@@ -91,6 +93,8 @@ export class CommandActions {
     };
     try {
       const spec = await buildStepSpec(command, command.currentStep, this.o.storage, this.o.limits);
+      const plans = this.o.limits.outputMultipart?.plans;
+      if (plans) spec.uploadPlans = { url: plans.url, jobName: ref.name, token: jobToken(plans.tokenSecret, ref.name) };
       const request = {
         ref,
         spec,
@@ -158,7 +162,19 @@ export class CommandActions {
         : {}),
     });
     const row = await this.o.commands.findById(command.id);
-    if (row) await this.startStep(row);
+    if (!row) return;
+    await this.abortStepUploads(row, command.currentStep);
+    await this.startStep(row);
+  }
+
+  /** Where outputs may go up in parts (cluster mode): aborts the uploads a lost or stopped step left, so no part stays. */
+  private async abortStepUploads(command: CommandRow, step: number): Promise<void> {
+    if (this.o.limits.outputMultipart === undefined) return;
+    try {
+      await abortOutputUploads(this.o.storage, command, step);
+    } catch (err) {
+      this.log(command).warn({ step, err: (err as Error).message }, 'could not abort the unfinished uploads of a step');
+    }
   }
 
   /** `command` was read before the serialised section: a success is stored only if its step still runs. */
@@ -271,6 +287,10 @@ export class CommandActions {
     if (command.status === CommandStatus.PROCESSING || command.inClusterQueue)
       await this.o.backend.deleteJob(jobName(command.id, command.currentStep, command.attempt));
     await this.fail(command, ErrorStatus.CANCELLED, message);
+    if (command.status === CommandStatus.PROCESSING && this.o.limits.outputMultipart !== undefined) {
+      const row = await this.o.commands.findById(command.id);
+      if (row) await this.abortStepUploads(row, command.currentStep);
+    }
   }
 
   /**

@@ -12,6 +12,7 @@ import { refusedResult, resultProblem } from '../../jobs/result-bounds.ts';
 import { jobName, type JobRef } from '../job-backend.ts';
 import { playlistStagingKey, stepBounds, type RunLimits } from '../step-spec-builder.ts';
 import { unpackPlaylist } from '../playlist-unpack.ts';
+import { abortOutputUploads, completeOutputUploads } from '../output-uploads.ts';
 
 export type ResultEvent = Extract<RunnerEvent, { type: 'result' }>;
 
@@ -34,6 +35,8 @@ export interface ResultContext {
   workDir: string;
   /** Told when a result is refused (and a failure stored in its place). */
   onRefused: (command: CommandRow, step: number, event: ResultEvent) => void;
+  /** Told when the multipart uploads a failed step left could not be aborted. */
+  onUploadsLeft?: (command: CommandRow, step: number, err: Error) => void;
 }
 
 /**
@@ -51,12 +54,24 @@ export async function prepareResult(ctx: ResultContext, ref: JobRef, reported: R
   // A runner's result is checked like user input (a hostile command may post its own in cluster mode).
   const event = checkedResult(reported, command, ref.step, ctx.limits);
   if (event !== reported) ctx.onRefused(command, ref.step, event);
-  if (!event.ok) return { event, command, problem: null, readError: null };
-  try {
-    return { event, command, problem: await unpackPlaylists(ctx, command, event.outputs), readError: null };
-  } catch (err) {
-    return { event, command, problem: `could not store the outputs: ${(err as Error).message}`, readError: null };
+  if (!event.ok) {
+    await abortUploads(ctx, command, ref.step);
+    return { event, command, problem: null, readError: null };
   }
+  let problem: string | null;
+  try {
+    problem = (await completeOutputUploads(ctx.storage, command, event.outputs)) ?? (await unpackPlaylists(ctx, command, event.outputs));
+  } catch (err) {
+    problem = `could not store the outputs: ${(err as Error).message}`;
+  }
+  if (problem !== null) await abortUploads(ctx, command, ref.step);
+  return { event, command, problem, readError: null };
+}
+
+/** Where outputs may go up in parts (cluster mode): aborts what the step left unfinished, so no part stays. */
+async function abortUploads(ctx: ResultContext, command: CommandRow, step: number): Promise<void> {
+  if (ctx.limits.outputMultipart === undefined) return;
+  await abortOutputUploads(ctx.storage, command, step).catch((err: unknown) => ctx.onUploadsLeft?.(command, step, err as Error));
 }
 
 /** Copies the files of the result's playlist outputs into storage; what went wrong, if anything. */

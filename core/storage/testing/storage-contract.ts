@@ -453,6 +453,23 @@ export function storageContract(
         await storage.abortMultipartUpload(key, uploadId); // unknown uploads are not an error
       });
 
+      test('unfinished uploads of a key: those started and neither completed nor aborted, of that key only', async () => {
+        const key = `${prefix()}/unfinished.bin`;
+        assert.deepEqual(await storage.unfinishedUploads(key), []);
+        const first = await storage.createMultipartUpload(key, 'application/octet-stream', 2000);
+        const second = await storage.createMultipartUpload(key, 'application/octet-stream', 2000);
+        const other = await storage.createMultipartUpload(`${key}.other`, 'application/octet-stream', 2000);
+        await sendPart(key, second, 1, randomBytes(10));
+        assert.deepEqual(await storage.unfinishedUploads(key), [first, second].sort());
+        await storage.abortMultipartUpload(key, first);
+        assert.deepEqual(await storage.unfinishedUploads(key), [second]);
+        const etag = await sendPart(key, second, 1, randomBytes(10));
+        await storage.completeMultipartUpload(key, second, [{ partNumber: 1, etag }]);
+        assert.deepEqual(await storage.unfinishedUploads(key), []);
+        assert.deepEqual(await storage.unfinishedUploads(`${key}.other`), [other]);
+        await storage.abortMultipartUpload(`${key}.other`, other);
+      });
+
       test('a part URL with a tampered signature, or bent to another part or a whole-object PUT, is refused', async () => {
         const key = `${prefix()}/tamper.bin`;
         const uploadId = await storage.createMultipartUpload(key, 'application/octet-stream', 7);
