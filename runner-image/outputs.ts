@@ -84,18 +84,7 @@ async function uploadPlaylist(output: StepOutput, dir: string, o: CollectOptions
   const names = [...(await listFiles(folder)).keys()];
   checkFileCount(output, names.length, o.maxFiles);
   const media = await o.prober.describe(join(folder, output.fileName), output.fileName);
-  const zipPath = join(dir, `${output.alias}.zip`);
-  const zip = await zipFiles(folder, names, zipPath);
-  const upload = await put(output, zipPath, zip.size, 'application/zip', o);
-  return {
-    alias: output.alias,
-    fileName: output.fileName,
-    size: zip.totalBytes,
-    fileCount: names.length,
-    compressedSize: zip.size,
-    media,
-    ...upload,
-  };
+  return zipAndPut(output, folder, names, join(dir, `${output.alias}.zip`), media, o);
 }
 
 async function uploadFolder(output: StepOutput, dir: string, before: Map<string, string>, o: CollectOptions): Promise<OutputResult> {
@@ -112,16 +101,27 @@ async function uploadFolder(output: StepOutput, dir: string, before: Map<string,
   }
   checkFileCount(output, produced.length, o.maxFiles);
   await mkdir(join(dir, OUTPUT_DIR), { recursive: true });
-  const zipPath = join(dir, OUTPUT_DIR, output.fileName);
-  const zip = await zipFiles(dir, produced, zipPath);
+  return zipAndPut(output, dir, produced, join(dir, OUTPUT_DIR, output.fileName), unknownMedia(output.fileName), o);
+}
+
+/** Playlists and folders travel as one zip of `names` (relative to `base`), written at `zipPath`. */
+async function zipAndPut(
+  output: StepOutput,
+  base: string,
+  names: string[],
+  zipPath: string,
+  media: OutputResult['media'],
+  o: CollectOptions,
+): Promise<OutputResult> {
+  const zip = await zipFiles(base, names, zipPath);
   const upload = await put(output, zipPath, zip.size, 'application/zip', o);
   return {
     alias: output.alias,
     fileName: output.fileName,
     size: zip.totalBytes,
-    fileCount: produced.length,
+    fileCount: names.length,
     compressedSize: zip.size,
-    media: unknownMedia(output.fileName),
+    media,
     ...upload,
   };
 }
