@@ -1,6 +1,9 @@
 // Benchmark: large media through the service, side by side with the same work done directly.
 // The input is a 277 MB 720p MP4 the benchmark makes itself (testsrc2, 120 s, about 18 Mb/s; kept in
-// $TMPDIR/ffop-bench-media between runs), served from a loopback HTTP server. Two commands, vcpu_count 2:
+// $TMPDIR/ffop-bench-media between runs), served from a loopback HTTP server: a process of its own
+// (static-file-server.ts) at the runners' CPU priority (nice 10, its session too). It stands in for a
+// remote host, which takes no CPU from the runner; at normal priority on the same 2 cores it did, and
+// made the row mostly a measure of that. Two commands, vcpu_count 2:
 //   remux:  -i {{in_1}} -c copy {{out_1}}                          (a 277 MB output)
 //   to MP3: -i {{in_1}} -vn -c:a libmp3lame -b:a 128k {{out_1}}    (a small output)
 // The service runs as `npm start` runs it (compiled, its own process), with local storage, then with
@@ -9,13 +12,15 @@
 // downloads the input, ffmpeg runs, ffprobe describes the output, and the output is stored: `cp` into
 // a folder (local storage), or `curl -T` to a presigned PUT URL (S3). Runs alternate between the two.
 // Run: node --import tsx e2e/bench/large-media.ts [runs] [--s3] [--only=remux|mp3]
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ApiClient, startMediaServer, startServiceProcess, type ServiceProcess } from '../harness.ts';
+import { fileURLToPath } from 'node:url';
+import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
+import { setSessionNiceness } from '../../core/confine/session-priority.ts';
 import { adminClient, startS3Server, type S3Server } from '../../core/storage/testing/s3-test-server.ts';
 import { median, reportRow } from './stats.ts';
 
@@ -78,10 +83,25 @@ async function bigInput(): Promise<string> {
   return path;
 }
 
+/** The input's server, at the runners' priority (RUNNER_NICENESS in local-process-backend.ts). */
+async function startInputServer(file: string): Promise<{ url: string; allowEntry: string; close(): void }> {
+  const port = await freePort();
+  const script = fileURLToPath(new URL('static-file-server.ts', import.meta.url));
+  // detached: a session of its own, whose autogroup is lowered like a runner's.
+  const child = spawn('nice', ['-n', '10', process.execPath, '--import', 'tsx', script, String(port), file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+  });
+  setSessionNiceness(child.pid, 10);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('listening') && resolve());
+    child.once('exit', (code) => reject(new Error(`the input server exited (${code})`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, allowEntry: `127.0.0.1:${port}`, close: () => child.kill() };
+}
+
 const input = await bigInput();
-const media = await startMediaServer(async (dir) =>
-  run('ln', [input, join(dir, 'big.mp4')]).catch(() => run('cp', [input, join(dir, 'big.mp4')])),
-);
+const media = await startInputServer(input);
 const scratch = await mkdtemp(join(tmpdir(), 'bench-large-'));
 
 /** The same work without the service; `store` puts the output where the service would. */
@@ -207,6 +227,6 @@ try {
   }
 } finally {
   await s3?.stop();
-  await media.close();
+  media.close();
   await rm(scratch, { recursive: true, force: true });
 }
