@@ -63,13 +63,7 @@ export async function putFile(url: string, path: string, o: PutFileOptions): Pro
       : { 'content-length': String(o.size) };
     // Each try streams the file (or names the hand-off file) afresh.
     await withRetries(
-      async () =>
-        void (await send(
-          url,
-          handoff ? Readable.from([]) : createReadStream(path),
-          { ...headers, 'content-type': o.contentType },
-          o.signal,
-        )),
+      () => send(url, handoff ? Readable.from([]) : createReadStream(path), { ...headers, 'content-type': o.contentType }, o.signal),
       o.signal,
       o.retryDelaysMs ?? UPLOAD_RETRY_DELAYS_MS,
     );

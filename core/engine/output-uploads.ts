@@ -3,7 +3,7 @@
 // abort of what a step leaves unfinished. Uploads are found again by their output's key, not recorded:
 // a runner that died, or a plan answered while its step was ending, leaves nothing the listing misses.
 import type { CommandRow } from '../commands/commands-repo.ts';
-import { outputPartBytes, partRanges, type OutputUploadPlan } from '../jobs/output-parts.ts';
+import { outputPartBytes, partRanges, type OutputMultipartSettings, type OutputUploadPlan } from '../jobs/output-parts.ts';
 import type { OutputResult } from '../jobs/step-spec.ts';
 import type { Storage } from '../storage/storage.ts';
 import { outputKey, stepOutputs } from './step-spec-builder.ts';
@@ -56,9 +56,23 @@ export async function completeOutputUploads(storage: Storage, command: Command, 
   return null;
 }
 
-/** Aborts every unfinished upload of the step's outputs (a failed, lost or stopped step). */
-export async function abortOutputUploads(storage: Storage, command: Command & Pick<CommandRow, 'steps'>, step: number): Promise<void> {
-  for (const output of stepOutputs(command, step)) await abortUploadsOf(storage, outputKey(command, output));
+/**
+ * Where outputs may go up in parts (`multipart` set): aborts every unfinished upload of the step's
+ * outputs (a failed, lost or stopped step), so no part stays. A failure is told to `onError`, never thrown.
+ */
+export async function abortOutputUploads(
+  storage: Storage,
+  multipart: OutputMultipartSettings | undefined,
+  command: Command & Pick<CommandRow, 'steps'>,
+  step: number,
+  onError: (err: Error) => void,
+): Promise<void> {
+  if (multipart === undefined) return;
+  try {
+    for (const output of stepOutputs(command, step)) await abortUploadsOf(storage, outputKey(command, output));
+  } catch (err) {
+    onError(err as Error);
+  }
 }
 
 async function abortUploadsOf(storage: Storage, key: string): Promise<void> {

@@ -167,14 +167,11 @@ export class CommandActions {
     await this.startStep(row);
   }
 
-  /** Where outputs may go up in parts (cluster mode): aborts the uploads a lost or stopped step left, so no part stays. */
-  private async abortStepUploads(command: CommandRow, step: number): Promise<void> {
-    if (this.o.limits.outputMultipart === undefined) return;
-    try {
-      await abortOutputUploads(this.o.storage, command, step);
-    } catch (err) {
-      this.log(command).warn({ step, err: (err as Error).message }, 'could not abort the unfinished uploads of a step');
-    }
+  /** The uploads a lost or stopped step left (output-uploads.ts). */
+  private abortStepUploads(command: CommandRow, step: number): Promise<void> {
+    return abortOutputUploads(this.o.storage, this.o.limits.outputMultipart, command, step, (err) =>
+      this.log(command).warn({ step, err: err.message }, 'could not abort the unfinished uploads of a step'),
+    );
   }
 
   /** `command` was read before the serialised section: a success is stored only if its step still runs. */

@@ -68,10 +68,8 @@ export async function prepareResult(ctx: ResultContext, ref: JobRef, reported: R
   return { event, command, problem, readError: null };
 }
 
-/** Where outputs may go up in parts (cluster mode): aborts what the step left unfinished, so no part stays. */
-async function abortUploads(ctx: ResultContext, command: CommandRow, step: number): Promise<void> {
-  if (ctx.limits.outputMultipart === undefined) return;
-  await abortOutputUploads(ctx.storage, command, step).catch((err: unknown) => ctx.onUploadsLeft?.(command, step, err as Error));
+function abortUploads(ctx: ResultContext, command: CommandRow, step: number): Promise<void> {
+  return abortOutputUploads(ctx.storage, ctx.limits.outputMultipart, command, step, (err) => ctx.onUploadsLeft?.(command, step, err));
 }
 
 /** Copies the files of the result's playlist outputs into storage; what went wrong, if anything. */
