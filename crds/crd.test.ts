@@ -1,5 +1,6 @@
 // The FfmpegCommand CRD and the RBAC manifest against a real kube-apiserver (e2e/control-plane):
-// schema validation, immutable spec, status subresource, printer columns and least privilege.
+// schema and CEL validation of the v1beta1 spec, immutable spec, status subresource, printer columns,
+// the upgrade from the previous release's v1alpha1 CRD with an object it made, and least privilege.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -20,8 +21,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { KubernetesObject, V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { API_VERSION, GROUP, KIND, PLURAL, SERVICE_ACCOUNTS, SHORT_NAME, VERSION } from '../core/k8s/names.ts';
-import type { FfmpegCommandSpec, FfmpegCommandStatus } from '../core/k8s/ffmpeg-command.ts';
+import { GROUP, KIND, PLURAL, SERVICE_ACCOUNTS, SHORT_NAME } from '../core/k8s/names.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..');
@@ -30,6 +30,97 @@ const CONTROL_PLANE = join(ROOT, 'e2e', 'control-plane');
 const NS = 'ffmpeg-operator';
 const CRD_NAME = `${PLURAL}.${GROUP}`;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** The CRD as the previous release (chart 0.1.0) installed it. */
+const PREVIOUS_CRD = join(CONTROL_PLANE, 'fixtures', 'ffmpegcommand-crd-v1alpha1.yaml');
+
+/** A status as the previous release's operator wrote it. */
+const LEGACY_STATUS = {
+  phase: 'PROCESSING',
+  stage: 'UPLOADING',
+  currentStep: 2,
+  jobNames: ['job-a', 'job-b'],
+  queuedAt: '2025-01-02T03:04:05Z',
+  startedAt: '2025-01-02T03:04:06Z',
+  durationSeconds: 1.25,
+  progress: { percent: 42.5, outTimeSeconds: 8.5, speed: 1.02 },
+  outputs: [{ alias: 'out_1', fileId: '7d0c4f2e-5a8b-4c1d-9e3f-0a1b2c3d4e5f', fileName: 'b.mp4', sizeBytes: 1234, storageKey: 'k/b.mp4' }],
+  observedGeneration: 1,
+};
+
+/** Every status field of this release, as the operator writes them. */
+const FULL_STATUS = {
+  commandId: '0b4a7c8e-2f1d-4e6a-8b9c-1d2e3f4a5b6c',
+  phase: 'SUCCESS',
+  stage: 'UPLOADING',
+  currentStep: 2,
+  jobNames: ['job-a', 'job-b'],
+  queuedAt: '2026-01-02T03:04:05Z',
+  startedAt: '2026-01-02T03:04:06Z',
+  finishedAt: '2026-01-02T03:05:00Z',
+  durationSeconds: 55,
+  errorStatus: '',
+  errorMessage: '',
+  progress: { percent: 42.5, outTimeSeconds: 8.5, speed: 1.02 },
+  outputs: [
+    {
+      alias: 'out_small',
+      fileId: '7d0c4f2e-5a8b-4c1d-9e3f-0a1b2c3d4e5f',
+      fileName: 'small.mp4',
+      sizeBytes: 5_000_000_000,
+      storageKey: 'acct-1/main/7d0c4f2e/small.mp4',
+      storageUrl: 'https://ffmpeg.example.com/v1/storage/acct-1/main/7d0c4f2e/small.mp4?sig=x',
+      sizeMbytes: 4768.37,
+      fileCount: 1,
+      isPrivate: true,
+      fileType: 'video',
+      fileFormat: 'mp4',
+      codec: 'h264',
+      mimeType: 'video/mp4',
+      duration: 10.04,
+      width: 320,
+      height: 180,
+      frameRate: 29.97,
+      pixelFormat: 'yuv420p',
+      bitrateVideoKb: 512.5,
+      bitrateAudioKb: 128,
+    },
+  ],
+  conditions: [
+    {
+      type: 'Accepted',
+      status: 'True',
+      reason: 'Queued',
+      message: 'taken in as a command',
+      observedGeneration: 1,
+      lastTransitionTime: '2026-01-02T03:04:05Z',
+    },
+    {
+      type: 'Running',
+      status: 'False',
+      reason: 'Succeeded',
+      message: '',
+      observedGeneration: 1,
+      lastTransitionTime: '2026-01-02T03:05:00Z',
+    },
+    {
+      type: 'Succeeded',
+      status: 'True',
+      reason: 'Succeeded',
+      message: 'step 2 of 2',
+      observedGeneration: 1,
+      lastTransitionTime: '2026-01-02T03:05:00Z',
+    },
+    {
+      type: 'Failed',
+      status: 'False',
+      reason: 'Succeeded',
+      message: '',
+      observedGeneration: 1,
+      lastTransitionTime: '2026-01-02T03:05:00Z',
+    },
+  ],
+  observedGeneration: 1,
+};
 
 interface Cluster {
   kubeconfig: string;
@@ -53,16 +144,47 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, lim
   }
 }
 
-function validCommand(name = randomUUID()): {
+// Both served versions, spelled out: the tests pin each version's own shape, whichever one core/k8s/names.ts
+// names as the one the code writes.
+const V1BETA1 = 'v1beta1';
+const V1ALPHA1 = 'v1alpha1';
+type Version = typeof V1BETA1 | typeof V1ALPHA1;
+
+/** A v1beta1 spec as a person writes it (the HTTP body of run-ffmpeg-command, camelCased). */
+type Spec = Record<string, unknown>;
+type Status = Record<string, unknown>;
+interface Command {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace: string };
-  spec: FfmpegCommandSpec;
-} {
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; uid?: string };
+  spec: Spec;
+  status?: Status;
+}
+
+function command(spec: Spec, name = randomUUID()): Command {
+  return { apiVersion: `${GROUP}/${V1BETA1}`, kind: KIND, metadata: { name, namespace: NS }, spec };
+}
+const single = (): Spec => ({
+  command: '-i {{in_1}} -vf scale=-2:720 -c:a copy {{out_1}}',
+  inputFiles: { in_1: 'https://example.com/trailer.mov' },
+  outputFiles: { out_1: 'trailer-720p.mp4' },
+  vcpuCount: 2,
+  maxCommandRunSeconds: 600,
+});
+const chain = (): Spec => ({
+  commands: ['-i {{in_1}} -t 10 -c copy {{out_cut}}', '-i {{out_cut}} -vf scale=320:-2 {{out_small}}'],
+  inputFiles: { in_1: 'https://example.com/a.mp4' },
+  outputFiles: { out_cut: 'cut.mp4', out_small: 'small.mp4' },
+  metadata: { n: 1, ok: true, s: 'x', f: 1.5 },
+  isPrivate: true,
+});
+
+/** A v1alpha1 object as the previous release's API made it (its internal spec). */
+function legacyCommand(name = randomUUID()): Command {
   return {
-    apiVersion: API_VERSION,
+    apiVersion: `${GROUP}/${V1ALPHA1}`,
     kind: KIND,
-    metadata: { name, namespace: NS },
+    metadata: { name, namespace: NS, labels: { 'ffmpeg-operator.dev/command-id': name, 'ffmpeg-operator.dev/account': 'acct-1' } },
     spec: {
       commandId: name,
       accountId: 'acct-1',
@@ -76,12 +198,10 @@ function validCommand(name = randomUUID()): {
         ffmpeg_commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
         input_files: { in_1: 'https://example.com/a.mp4' },
         output_files: { out_1: 'b.mp4', out_2: 'c.mp4' },
-        metadata: { n: 1, ok: true, s: 'x' },
       },
     },
   };
 }
-type Command = ReturnType<typeof validCommand>;
 
 interface StatusCause {
   field?: string;
@@ -120,6 +240,8 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
   let cluster: Cluster;
   let custom: CustomObjectsApi;
   let core: CoreV1Api;
+  /** Made through the previous release's CRD, before the upgrade to this one. */
+  let legacy: Command;
 
   const kubectl = (...args: string[]) =>
     run(cluster.kubectl, [`--cache-dir=${join(stateDir, 'kubectl-cache')}`, ...args], {
@@ -139,16 +261,14 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     }
   }
 
-  const create = (body: unknown) =>
-    custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, body }) as Promise<Command>;
-  const read = (name: string) =>
-    custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name }) as Promise<
-      Command & { status?: FfmpegCommandStatus; metadata: { labels?: Record<string, string> } }
-    >;
-  const patch = (name: string, body: unknown) =>
-    custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name, body }, mergePatch);
-  const patchStatus = (name: string, body: unknown) =>
-    custom.patchNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name, body }, mergePatch);
+  const at = (version: Version) => ({ group: GROUP, version, namespace: NS, plural: PLURAL });
+  const create = (body: Command, version: Version = V1BETA1) =>
+    custom.createNamespacedCustomObject({ ...at(version), body }) as Promise<Command>;
+  const read = (name: string, version: Version = V1BETA1) => custom.getNamespacedCustomObject({ ...at(version), name }) as Promise<Command>;
+  const patch = (name: string, body: unknown, version: Version = V1BETA1) =>
+    custom.patchNamespacedCustomObject({ ...at(version), name, body }, mergePatch) as Promise<Command>;
+  const patchStatus = (name: string, body: unknown, version: Version = V1BETA1) =>
+    custom.patchNamespacedCustomObjectStatus({ ...at(version), name, body }, mergePatch) as Promise<Command>;
 
   before(async () => {
     stateDir = await mkdtemp(join(tmpdir(), 'ffop-crd-test-'));
@@ -161,15 +281,32 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     kc.loadFromFile(cluster.kubeconfig);
     custom = kc.makeApiClient(CustomObjectsApi);
     core = kc.makeApiClient(CoreV1Api);
-
-    const crd = loadYaml<V1CustomResourceDefinition & KubernetesObject>(await readFile(join(ROOT, 'crds', 'ffmpegcommand.yaml'), 'utf8'));
-    await KubernetesObjectApi.makeApiClient(kc).create(crd);
     const extensions = kc.makeApiClient(ApiextensionsV1Api);
-    await waitFor('the CRD to be Established', async () => {
-      const current = await extensions.readCustomResourceDefinition({ name: CRD_NAME });
-      return current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
-    });
+    const established = (versions: string[]) =>
+      waitFor(`the CRD to be Established with ${versions.join(', ')}`, async () => {
+        const current = await extensions.readCustomResourceDefinition({ name: CRD_NAME });
+        const ok = current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+        const served = current.spec.versions.filter((v) => v.served).map((v) => v.name);
+        return ok && versions.every((v) => served.includes(v)) ? true : undefined;
+      });
+
+    // The previous release: its CRD, as Helm installed it, and an object its API made, with a status
+    // its operator wrote.
+    const previous = loadYaml<V1CustomResourceDefinition & KubernetesObject>(await readFile(PREVIOUS_CRD, 'utf8'));
+    await KubernetesObjectApi.makeApiClient(kc).create(previous);
+    await established([V1ALPHA1]);
     await core.createNamespace({ body: { metadata: { name: NS } } });
+    legacy = legacyCommand();
+    await waitFor('v1alpha1 to be served', () => create(legacy, V1ALPHA1));
+    await patchStatus(legacy.metadata.name, { status: LEGACY_STATUS }, V1ALPHA1);
+
+    // The upgrade, as charts/ffmpeg-operator/README.md documents it for a manual apply (the chart's
+    // hook does the same with operator/apply-crd.ts; operator/apply-crd.test.ts tests that one).
+    await kubectl('apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'crds', 'ffmpegcommand.yaml'));
+    await established([V1BETA1, V1ALPHA1]);
+    await waitFor('v1beta1 to be served', () => read(legacy.metadata.name, V1BETA1));
+    // kubectl cached discovery from before the upgrade (v1alpha1 preferred, its columns): start afresh.
+    await rm(join(stateDir, 'kubectl-cache'), { recursive: true, force: true });
   });
 
   after(async () => {
@@ -178,53 +315,182 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  test('a valid FfmpegCommand is stored as submitted, unknown spec fields pruned', async () => {
-    const command = validCommand();
-    const extra = { ...command, spec: { ...command.spec, notInSchema: 'smuggled' } };
-    await create(extra);
-    const stored = await read(command.metadata.name);
-    assert.deepEqual(stored.spec, command.spec);
+  test('the CRD: v1beta1 stored, v1alpha1 served but deprecated, no conversion webhook', async () => {
+    const crd = loadYaml<V1CustomResourceDefinition>(await readFile(join(ROOT, 'crds', 'ffmpegcommand.yaml'), 'utf8'));
+    assert.equal(crd.spec.conversion?.strategy, 'None');
+    assert.deepEqual(
+      crd.spec.versions.map((v) => [v.name, v.served, v.storage, v.deprecated ?? false]),
+      [
+        [V1BETA1, true, true, false],
+        [V1ALPHA1, true, false, true],
+      ],
+    );
+    // One status schema for both: the operator writes it through v1beta1 to objects of either.
+    assert.deepEqual(
+      crd.spec.versions[0].schema!.openAPIV3Schema!.properties!.status,
+      crd.spec.versions[1].schema!.openAPIV3Schema!.properties!.status,
+    );
+    const { stderr } = await kubectl('get', `${PLURAL}.${V1ALPHA1}.${GROUP}`, '-n', NS);
+    assert.match(stderr, /Warning: ffmpeg-operator\.dev\/v1alpha1 FfmpegCommand is deprecated; use ffmpeg-operator\.dev\/v1beta1/);
   });
 
-  describe('the schema rejects malformed commands', () => {
-    const cases: { what: string; change: (spec: Record<string, unknown>) => void; field: string; text: string }[] = [
-      { what: 'missing commandId', change: (s) => delete s.commandId, field: 'spec.commandId', text: 'Required value' },
-      { what: 'commandId not a UUID', change: (s) => (s.commandId = 'not-a-uuid'), field: 'spec.commandId', text: 'must be of type uuid' },
-      { what: 'vcpuCount 0', change: (s) => (s.vcpuCount = 0), field: 'spec.vcpuCount', text: 'should be greater than or equal to 1' },
-      { what: 'vcpuCount 1.5', change: (s) => (s.vcpuCount = 1.5), field: 'spec.vcpuCount', text: 'must be of type int' },
+  test('a single command and a chain, as a person writes them, are stored as submitted; unknown spec fields pruned', async () => {
+    for (const spec of [single(), chain(), { ...single(), inputFiles: undefined, inputCompressedFolder: 'https://example.com/in.zip' }]) {
+      const c = command(JSON.parse(JSON.stringify(spec)) as Spec);
+      await create({ ...c, spec: { ...c.spec, accountId: 'smuggled', notInSchema: 1 } });
+      assert.deepEqual((await read(c.metadata.name)).spec, c.spec);
+    }
+    const folder = command({
+      command: '-i {{in_1}} -f hls {{out_folder}}/index.m3u8',
+      inputFiles: { in_1: 'https://e.com/a' },
+      outputFolder: true,
+    });
+    await create(folder);
+    assert.deepEqual((await read(folder.metadata.name)).spec, folder.spec);
+  });
+
+  describe('the schema and its CEL rules refuse what a spec gets wrong, each with its message', () => {
+    const long = 'x'.repeat(20_001);
+    const cases: { what: string; spec: Spec; field: string; text: string }[] = [
+      {
+        what: 'both command and commands',
+        spec: { ...single(), commands: ['-i {{in_1}} {{out_1}}'] },
+        field: 'spec',
+        text: 'give exactly one of command (one ffmpeg command line) and commands (a chain)',
+      },
+      {
+        what: 'neither command nor commands',
+        spec: { ...single(), command: undefined },
+        field: 'spec',
+        text: 'give exactly one of command (one ffmpeg command line) and commands (a chain)',
+      },
+      {
+        what: 'both outputFiles and outputFolder',
+        spec: { ...single(), outputFolder: true },
+        field: 'spec',
+        text: 'give exactly one of outputFiles and outputFolder',
+      },
+      {
+        what: 'neither outputFiles nor outputFolder',
+        spec: { ...single(), outputFiles: undefined },
+        field: 'spec',
+        text: 'give exactly one of outputFiles and outputFolder',
+      },
+      {
+        what: 'outputFolder with commands',
+        spec: { ...chain(), outputFiles: undefined, outputFolder: true },
+        field: 'spec',
+        text: 'outputFolder is only available with command, not with a chain (commands)',
+      },
+      {
+        what: 'outputFolder: false',
+        spec: { ...single(), outputFiles: undefined, outputFolder: false },
+        field: 'spec.outputFolder',
+        text: 'outputFolder can only be true; leave it out and give outputFiles instead',
+      },
+      {
+        what: 'inputCompressedFolder with commands',
+        spec: { ...chain(), inputFiles: undefined, inputCompressedFolder: 'https://e.com/a.zip' },
+        field: 'spec',
+        text: 'inputCompressedFolder is only available with command, not with a chain (commands)',
+      },
+      {
+        what: 'inputCompressedFolder with inputFiles',
+        spec: { ...single(), inputCompressedFolder: 'https://e.com/a.zip' },
+        field: 'spec',
+        text: 'give either inputFiles or inputCompressedFolder, not both',
+      },
+      {
+        what: 'an input key without in_',
+        spec: { ...single(), inputFiles: { in_1: 'https://e.com/a', input: 'https://e.com/b' } },
+        field: 'spec.inputFiles',
+        text: "inputFiles keys must start with 'in_' and contain only letters, digits and underscores",
+      },
+      {
+        what: 'an input key with a dash',
+        spec: { ...single(), inputFiles: { 'in_a-b': 'https://e.com/a' } },
+        field: 'spec.inputFiles',
+        text: "inputFiles keys must start with 'in_'",
+      },
+      {
+        what: 'an output key without out_',
+        spec: { ...single(), outputFiles: { out_1: 'a.mp4', result: 'b.mp4' } },
+        field: 'spec.outputFiles',
+        text: "outputFiles keys must start with 'out_' and contain only letters, digits and underscores",
+      },
+      { what: 'a command line too long', spec: { ...single(), command: long }, field: 'spec.command', text: 'Too long' },
+      {
+        what: 'a chain step too long',
+        spec: { ...chain(), commands: ['-i {{in_1}} {{out_cut}}', long] },
+        field: 'spec.commands[1]',
+        text: 'Too long',
+      },
+      { what: 'an empty command line', spec: { ...single(), command: '' }, field: 'spec.command', text: 'should be at least 1 chars long' },
+      {
+        what: 'a chain of 11',
+        spec: { ...chain(), commands: Array(11).fill('-i {{in_1}} {{out_cut}}') },
+        field: 'spec.commands',
+        text: 'Too many: 11: must have at most 10 items',
+      },
+      { what: 'an empty chain', spec: { ...chain(), commands: [] }, field: 'spec.commands', text: 'should have at least 1 items' },
+      {
+        what: 'an input URL too long',
+        spec: { ...single(), inputFiles: { in_1: `https://e.com/${'a'.repeat(4090)}` } },
+        field: 'spec.inputFiles.in_1',
+        text: 'Too long',
+      },
+      {
+        what: '21 inputs',
+        spec: { ...single(), inputFiles: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`in_${i}`, 'https://e.com/a'])) },
+        field: 'spec.inputFiles',
+        text: 'Too many: 21: must have at most 20 items',
+      },
+      {
+        what: 'no outputs in outputFiles',
+        spec: { ...single(), outputFiles: {} },
+        field: 'spec.outputFiles',
+        text: 'should have at least 1 properties',
+      },
+      {
+        what: '11 metadata pairs',
+        spec: { ...single(), metadata: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, i])) },
+        field: 'spec.metadata',
+        text: 'Too many: 11: must have at most 10 items',
+      },
+      { what: 'vcpuCount 0', spec: { ...single(), vcpuCount: 0 }, field: 'spec.vcpuCount', text: 'should be greater than or equal to 1' },
+      { what: 'vcpuCount 1.5', spec: { ...single(), vcpuCount: 1.5 }, field: 'spec.vcpuCount', text: 'must be of type int' },
       {
         what: 'maxCommandRunSeconds 0',
-        change: (s) => (s.maxCommandRunSeconds = 0),
+        spec: { ...single(), maxCommandRunSeconds: 0 },
         field: 'spec.maxCommandRunSeconds',
         text: 'should be greater than 0',
       },
       {
-        what: 'unknown commandType',
-        change: (s) => (s.commandType = 'SHELL'),
-        field: 'spec.commandType',
-        text: 'Unsupported value: "SHELL"',
+        what: 'isPrivate not a boolean',
+        spec: { ...single(), isPrivate: 'yes' },
+        field: 'spec.isPrivate',
+        text: 'must be of type boolean',
       },
-      { what: 'steps 11', change: (s) => (s.steps = 11), field: 'spec.steps', text: 'should be less than or equal to 10' },
-      { what: 'steps 0', change: (s) => (s.steps = 0), field: 'spec.steps', text: 'should be greater than or equal to 1' },
-      { what: 'request not an object', change: (s) => (s.request = 'ffmpeg -i x'), field: 'spec.request', text: 'must be of type object' },
     ];
     for (const c of cases) {
       test(c.what, async () => {
-        const command = validCommand();
-        c.change(command.spec as unknown as Record<string, unknown>);
-        const { code, causes } = await rejection(() => create(command));
+        const { code, causes } = await rejection(() => create(command(JSON.parse(JSON.stringify(c.spec)) as Spec)));
         assert.equal(code, 422);
         assertCause(causes, c.field, c.text);
       });
     }
+    test('no spec at all', async () => {
+      const { code, causes } = await rejection(() => create({ ...command({}), spec: undefined as unknown as Spec }));
+      assert.equal(code, 422);
+      assertCause(causes, 'spec', 'Required value');
+    });
   });
 
   test('spec is immutable after creation; metadata is not', async () => {
-    const command = validCommand();
-    await create(command);
-    const name = command.metadata.name;
-
-    for (const spec of [{ vcpuCount: 3 }, { isPrivate: true }, { request: { ffmpeg_commands: ['-i {{in_1}} -f null -'] } }]) {
+    const c = command(single());
+    await create(c);
+    const name = c.metadata.name;
+    for (const spec of [{ vcpuCount: 3 }, { isPrivate: true }, { command: '-i {{in_1}} -f null -' }, { metadata: { a: 'b' } }]) {
       const { code, causes } = await rejection(() => patch(name, { spec }));
       assert.equal(code, 422, JSON.stringify(spec));
       assertCause(causes, 'spec', 'spec is immutable');
@@ -232,42 +498,36 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     await patch(name, { metadata: { labels: { team: 'video' } } });
     const stored = await read(name);
     assert.equal(stored.metadata.labels?.team, 'video');
-    assert.deepEqual(stored.spec, command.spec);
+    assert.deepEqual(stored.spec, c.spec);
   });
 
-  test('status is written only through the status subresource', async () => {
-    const command = validCommand();
-    await create({ ...command, status: { phase: 'SUCCESS' } });
-    const name = command.metadata.name;
+  test('status is written only through the status subresource, and keeps every field (nothing pruned)', async () => {
+    const c = command(chain());
+    await create({ ...c, status: { phase: 'SUCCESS' } });
+    const name = c.metadata.name;
     assert.equal((await read(name)).status, undefined, 'status given on create is dropped');
 
-    const status: FfmpegCommandStatus = {
-      phase: 'PROCESSING',
-      stage: 'UPLOADING',
-      currentStep: 1,
-      jobNames: ['job-a'],
-      queuedAt: '2025-01-02T03:04:05Z',
-      durationSeconds: 1.25,
-      progress: { percent: 42.5, outTimeSeconds: 8.5, speed: 1.02 },
-      outputs: [{ alias: 'out_1', fileId: randomUUID(), fileName: 'b.mp4', sizeBytes: 1234, storageKey: 'k/b.mp4' }],
-      observedGeneration: 1,
-    };
-    await patchStatus(name, { status });
-    assert.deepEqual((await read(name)).status, status);
+    await patchStatus(name, { status: FULL_STATUS });
+    assert.deepEqual((await read(name)).status, FULL_STATUS);
     // The operator's merge patch removes what is null: a percent no longer known, then the whole progress.
     await patchStatus(name, { status: { progress: { percent: null, outTimeSeconds: 1, speed: null } } });
     assert.deepEqual((await read(name)).status?.progress, { outTimeSeconds: 1 });
     await patchStatus(name, { status: { progress: null } });
     assert.equal((await read(name)).status?.progress, undefined);
+    // Null members of an output (a poll record's width of an audio file) are dropped, not refused.
+    const [output] = FULL_STATUS.outputs;
+    await patchStatus(name, { status: { outputs: [{ ...output, width: null, height: null, codec: null }] } });
+    const { width: _w, height: _h, codec: _c, ...withoutNulls } = output;
+    assert.deepEqual((await read(name)).status?.outputs, [withoutNulls]);
 
     // A main-resource write carries no status; a status write carries no spec.
     await patch(name, { metadata: { labels: { seen: 'yes' } }, status: { phase: 'FAILED' } });
     await patchStatus(name, { spec: { vcpuCount: 7 }, status: { stage: '' } });
     const stored = await read(name);
     assert.equal(stored.metadata.labels?.seen, 'yes');
-    assert.equal(stored.status?.phase, 'PROCESSING');
+    assert.equal(stored.status?.phase, 'SUCCESS');
     assert.equal(stored.status?.stage, '');
-    assert.equal(stored.spec.vcpuCount, 2);
+    assert.deepEqual(stored.spec, c.spec);
 
     const bad = await rejection(() =>
       patchStatus(name, { status: { phase: 'DONE', finishedAt: 'yesterday', progress: { percent: 150, outTimeSeconds: 'x' } } }),
@@ -279,12 +539,38 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     assertCause(bad.causes, 'status.progress.outTimeSeconds', 'must be of type number');
   });
 
-  test('kubectl get shows Status, Stage, vCPUs, Duration and Age (Step and Progress with -o wide)', async () => {
-    const command = validCommand();
-    await create(command);
-    const name = command.metadata.name;
+  test('conditions have the standard shape: one per type, status True|False|Unknown, a CamelCase reason', async () => {
+    const c = command(single());
+    await create(c);
+    const name = c.metadata.name;
+    const condition = {
+      type: 'Accepted',
+      status: 'False',
+      reason: 'NamespaceNotBound',
+      message: 'm',
+      lastTransitionTime: '2026-01-02T03:04:05Z',
+    };
+    const cases: [unknown[], string, string][] = [
+      [[condition, { ...condition, status: 'True' }], 'status.conditions[1]', 'Duplicate value'],
+      [[{ ...condition, status: 'Yes' }], 'status.conditions[0].status', 'Unsupported value: "Yes"'],
+      [[{ ...condition, reason: 'not bound' }], 'status.conditions[0].reason', 'should match'],
+      [[{ ...condition, reason: undefined }], 'status.conditions[0].reason', 'Required value'],
+      [[{ ...condition, lastTransitionTime: undefined }], 'status.conditions[0].lastTransitionTime', 'Required value'],
+    ];
+    for (const [conditions, field, text] of cases) {
+      const { code, causes } = await rejection(() => patchStatus(name, { status: { conditions: JSON.parse(JSON.stringify(conditions)) } }));
+      assert.equal(code, 422, field);
+      assertCause(causes, field, text);
+    }
+  });
+
+  test('kubectl get shows Status, Stage, vCPUs, Duration and Age (Step, Progress and Command ID with -o wide)', async () => {
+    const c = command(single());
+    const created = await create(c);
+    const name = c.metadata.name;
     await patchStatus(name, {
       status: {
+        commandId: created.metadata.uid,
         phase: 'PROCESSING',
         stage: 'FFMPEG_PROCESSING',
         currentStep: 1,
@@ -306,13 +592,66 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
       assert.match(row.AGE, /^\d+[smhd]/);
     }
 
-    const wide = parseTable((await kubectl('get', SHORT_NAME, name, '-n', NS, '-o', 'wide')).stdout);
+    const wideOut = (await kubectl('get', SHORT_NAME, name, '-n', NS, '-o', 'wide')).stdout;
+    // "COMMAND ID" is two words: cut the header by its column starts.
+    const header = wideOut.split('\n')[0];
+    assert.match(header, /^NAME\s+STATUS\s+STAGE\s+STEP\s+PROGRESS\s+VCPUS\s+DURATION\s+COMMAND ID\s+AGE$/);
+    const wide = parseTable(wideOut.replace('COMMAND ID', 'COMMAND_ID'));
     assert.equal(wide[0].STEP, '1');
     assert.equal(wide[0].PROGRESS, '37.5');
+    assert.equal(wide[0].COMMAND_ID, created.metadata.uid);
 
     // The `ffmpeg` category lists commands too.
     const byCategory = parseTable((await kubectl('get', 'ffmpeg', '-n', NS)).stdout);
     assert.ok(byCategory.some((row) => row.NAME === name));
+  });
+
+  test("an object the previous release made (v1alpha1) is read as v1beta1 and takes the upgraded operator's status patches", async () => {
+    const name = legacy.metadata.name;
+    // Read as v1beta1: the apiVersion is rewritten, its v1alpha1-only spec fields are pruned (not in the
+    // v1beta1 schema), the status the old operator wrote is all there. Labels carry the command id and account.
+    const asBeta = await read(name, V1BETA1);
+    assert.equal(asBeta.apiVersion, `${GROUP}/${V1BETA1}`);
+    assert.deepEqual(asBeta.spec, { vcpuCount: 2, maxCommandRunSeconds: 0.5, isPrivate: false });
+    assert.deepEqual(asBeta.status, LEGACY_STATUS);
+    assert.deepEqual(asBeta.metadata.labels, legacy.metadata.labels);
+
+    // What the upgraded operator writes: a merge patch through /status of v1beta1, with conditions and
+    // the outputs' new fields. Its spec meets none of v1beta1's rules; ratcheting lets status through.
+    const patchBody = {
+      status: {
+        commandId: name,
+        phase: 'SUCCESS',
+        stage: '',
+        finishedAt: '2026-01-02T03:05:00Z',
+        outputs: FULL_STATUS.outputs,
+        conditions: FULL_STATUS.conditions,
+        observedGeneration: 1,
+      },
+    };
+    await patchStatus(name, patchBody, V1BETA1);
+    const expected = { ...LEGACY_STATUS, ...patchBody.status };
+    assert.deepEqual((await read(name, V1BETA1)).status, expected);
+    // Still readable as v1alpha1 (the previous release's clients), with the same status.
+    const asAlpha = await read(name, V1ALPHA1);
+    assert.equal(asAlpha.apiVersion, `${GROUP}/${V1ALPHA1}`);
+    assert.deepEqual(asAlpha.status, expected);
+    // Its spec stays immutable, whatever version asks (through v1alpha1 the pruned spec also misses
+    // that version's required fields, which refuses it first).
+    const beta = await rejection(() => patch(name, { spec: { vcpuCount: 4 } }, V1BETA1));
+    assert.equal(beta.code, 422);
+    assertCause(beta.causes, 'spec', 'spec is immutable');
+    const alpha = await rejection(() => patch(name, { spec: { vcpuCount: 4 } }, V1ALPHA1));
+    assert.equal(alpha.code, 422);
+    // The previous release's operator, still running while the upgrade rolls, writes status through
+    // v1alpha1: that goes through too.
+    await patchStatus(name, { status: { durationSeconds: 60 } }, V1ALPHA1);
+    expected.durationSeconds = 60;
+    assert.deepEqual((await read(name, V1BETA1)).status, expected);
+    // Its metadata is not: the operator's finalizer patch goes through.
+    await patch(name, { metadata: { finalizers: ['ffmpeg-operator.dev/test'] } }, V1BETA1);
+    await patch(name, { metadata: { finalizers: null } }, V1BETA1);
+    assert.deepEqual((await read(name, V1BETA1)).status, expected);
   });
 
   test('rbac.yaml applies, and each ServiceAccount may do exactly its part', async () => {
