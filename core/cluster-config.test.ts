@@ -134,3 +134,21 @@ describe('loadClusterConfig: queueing', () => {
     }
   });
 });
+
+describe('loadClusterConfig: FFOP_WATCH_NAMESPACES', () => {
+  test('unset: the own namespace only; a list always includes it; * is every namespace', () => {
+    assert.deepEqual(load({ FFOP_NAMESPACE: 'ops' }).watchNamespaces, ['ops']);
+    assert.deepEqual(load({ FFOP_NAMESPACE: 'ops', FFOP_WATCH_NAMESPACES: 'media-team, ops,web' }).watchNamespaces, [
+      'ops',
+      'media-team',
+      'web',
+    ]);
+    assert.equal(load({ FFOP_WATCH_NAMESPACES: ' * ' }).watchNamespaces, 'all');
+  });
+
+  test('a name Kubernetes would not allow stops the operator at start, naming it', () => {
+    for (const bad of ['Media', 'a_b', 'x,', '-a', 'a'.repeat(64)]) {
+      assert.throws(() => load({ FFOP_WATCH_NAMESPACES: bad }), /FFOP_WATCH_NAMESPACES: ".*" is not a namespace name/);
+    }
+  });
+});

@@ -12,6 +12,11 @@ export interface Toleration {
 
 export interface ClusterConfig {
   namespace: string;
+  /**
+   * FFOP_WATCH_NAMESPACES: where the operator takes in FfmpegCommands that people make (kubectl, GitOps):
+   * 'all', or a list of namespaces (its own always among them; empty: its own only).
+   */
+  watchNamespaces: 'all' | string[];
   runnerImage: string;
   /** The API's job-events endpoint as runner pods reach it, e.g. http://ffmpeg-operator-api:8080/internal/v1/job-events. */
   reportUrl: string;
@@ -52,6 +57,7 @@ export function loadClusterConfig(env: Env = process.env): ClusterConfig {
   };
   return {
     namespace: env.FFOP_NAMESPACE ?? 'ffmpeg-operator',
+    watchNamespaces: watchNamespaces(env.FFOP_WATCH_NAMESPACES, env.FFOP_NAMESPACE ?? 'ffmpeg-operator'),
     runnerImage: env.FFOP_RUNNER_IMAGE ?? 'ffmpeg-operator-runner:latest',
     reportUrl: need('FFOP_REPORT_URL'),
     jobTokenSecret: need('FFOP_JOB_TOKEN_SECRET'),
@@ -181,4 +187,19 @@ function tolerations(env: Env, name: string): Toleration[] | undefined {
       throw new Error(`${at}.effect must be one of ${EFFECTS.join(', ')}, got ${JSON.stringify(t.effect)}`);
   });
   return value as Toleration[];
+}
+
+/** Namespace names as Kubernetes allows them (RFC 1123 labels). */
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function watchNamespaces(value: string | undefined, own: string): 'all' | string[] {
+  const text = (value ?? '').trim();
+  if (text === '*') return 'all';
+  const names = text === '' ? [] : text.split(',').map((n) => n.trim());
+  for (const name of names) {
+    if (name.length > 63 || !NAMESPACE_NAME.test(name)) {
+      throw new Error(`FFOP_WATCH_NAMESPACES: ${JSON.stringify(name)} is not a namespace name (a comma-separated list, or * for all)`);
+    }
+  }
+  return [...new Set([own, ...names])];
 }

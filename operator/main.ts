@@ -24,6 +24,7 @@ const metricsServer = metricsSettings ? await startMetricsServer({ ...metricsSet
 const operator = startOperator({
   kubeconfig: loadKubeConfig(),
   namespace: cluster.namespace,
+  watchNamespaces: cluster.watchNamespaces,
   database,
   storage: await createStorage({
     kind: config.storage,

@@ -14,6 +14,12 @@ import { DEFAULT_DISK_LIMIT, KubernetesBackend, type KubernetesBackendOptions, t
 import { parseQuantity } from './queueing/quantity.ts';
 import { CommandEvents } from './cluster/command-events.ts';
 import { CommandResources } from './cluster/command-resources.ts';
+import { CommandIntake, namespaceLabelsFrom } from './cluster/command-intake.ts';
+import { outputOf } from './cluster/command-status.ts';
+import { AccountsRepo } from '../core/accounts/accounts-repo.ts';
+import { Quotas } from '../core/accounts/quotas.ts';
+import { insertSubmitted } from '../core/commands/ended-at-submit.ts';
+import { FilesRepo } from '../core/files/files-repo.ts';
 import { electLeader } from './cluster/leader-election.ts';
 import { createEngine, type Engine, type EngineSettings } from '../core/engine/engine.ts';
 import type { FileProber } from '../core/media/file-prober.ts';
@@ -24,6 +30,8 @@ import { registerStateGauges } from '../core/metrics/state-gauges.ts';
 export interface OperatorOptions {
   kubeconfig: KubeConfig;
   namespace: string;
+  /** Where FfmpegCommands people make are taken in (cluster-config.ts); default: its own namespace only. */
+  watchNamespaces?: 'all' | string[];
   database: Database;
   storage: Storage;
   logger: Logger;
@@ -85,7 +93,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
   const leading = leadership.acquired.then(async () => {
     if (stopped) return;
     const commands = new CommandsRepo(o.database.db);
-    const commandResources = new CommandResources({ kubeconfig, namespace: o.namespace, logger });
+    const commandResources = new CommandResources({ kubeconfig, namespace: o.namespace, watchNamespaces: o.watchNamespaces, logger });
     resources = commandResources;
     backend = new KubernetesBackend({
       kubeconfig,
@@ -111,11 +119,22 @@ export function startOperator(o: OperatorOptions): RunningOperator {
     });
     const events = new CommandEvents({
       kubeconfig,
-      namespace: o.namespace,
       logger,
       component: 'ffmpeg-operator',
-      uidOf: async (id) => (await commandResources.ownerOf(id))?.uid ?? null,
+      // The API's resources may not be in the watch yet: their owner reference names them.
+      refOf: async (id) => {
+        const known = commandResources.refOf(id);
+        if (known) return known;
+        const owner = await commandResources.ownerOf(id);
+        return owner && { namespace: o.namespace, name: owner.name, uid: owner.uid };
+      },
     });
+    const mirrorCommand = (id: string) =>
+      commandResources.mirror(
+        id,
+        () => commands.findById(id),
+        async () => (await commands.outputFiles(id)).map((f) => outputOf(f, o.storage.publicUrl(f.storageKey))),
+      );
     const built = createEngine({
       // What a result may report is held to what the runners were given.
       settings: {
@@ -133,19 +152,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       // Runner pods upload large outputs in parts (core/jobs/output-parts.ts).
       outputMultipart: o.outputMultipart ?? DEFAULT_OUTPUT_MULTIPART,
       hooks: {
-        onCommandChanged: (id) =>
-          commandResources.mirror(
-            id,
-            () => commands.findById(id),
-            async () =>
-              (await commands.outputFiles(id)).map((f) => ({
-                alias: f.alias ?? '',
-                fileId: f.id,
-                fileName: f.fileName,
-                sizeBytes: f.sizeBytes,
-                storageKey: f.storageKey,
-              })),
-          ),
+        onCommandChanged: mirrorCommand,
         ensureResource: (command) => commandResources.ensure(command, commands),
         onCommandEvent: (id, event) => events.record(id, event),
       },
@@ -157,10 +164,24 @@ export function startOperator(o: OperatorOptions): RunningOperator {
     if (o.metrics) registerStateGauges(o.metrics.registry, o.database.db);
     engine = built;
     let running = false;
-    await commandResources.start(
-      (commandId) => void built.reconciler.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'),
-      () => running && built.reconciler.kick(), // the initial list's adds come before the Job watch is ready
-    );
+    const intake = new CommandIntake({
+      namespaceLabels: namespaceLabelsFrom(kubeconfig),
+      resources: commandResources,
+      accounts: new AccountsRepo(o.database.db),
+      commands,
+      insert: (row, quotas) => insertSubmitted(o.database.db, row, quotas),
+      quotas: new Quotas(new FilesRepo(o.database.db), () => new Date()),
+      storage: o.storage,
+      logger,
+      event: (ref, event) => events.recordOn(ref, event),
+      changed: mirrorCommand,
+      stored: () => running && built.reconciler.kick(),
+    });
+    await commandResources.start({
+      deleted: (commandId) => void built.reconciler.cancel(commandId, 'its FfmpegCommand resource was deleted; the command was stopped'),
+      added: () => running && built.reconciler.kick(), // the initial list's adds come before the Job watch is ready
+      takeIn: (ref) => intake.takeIn(ref),
+    });
     await backend.start();
     await built.start();
     running = true;

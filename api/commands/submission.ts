@@ -12,8 +12,17 @@ import { ErrorStatus } from '../../core/commands/error-status.ts';
 import { failedAtSubmitMessage } from '../../core/command-line/ffmpeg-failure.ts';
 import { CommandRejected, type ParsedCommand } from '../../core/command-line/parsed-command.ts';
 import type { DeclaredOutput, StoredStep } from '../../core/db/schema.ts';
-import { DEFAULT_VCPUS, PLAYLIST_ALIAS, type RunChainRequest, type RunCommandRequest } from '../schemas/commands.ts';
-import { invalid } from '../schemas/validation.ts';
+import {
+  DEFAULT_VCPUS,
+  PLAYLIST_ALIAS,
+  runChainSchema,
+  runCommandSchema,
+  type RunChainRequest,
+  type RunCommandRequest,
+} from '../schemas/commands.ts';
+import { invalid, parseBody } from '../schemas/validation.ts';
+import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
+import type { Storage } from '../../core/storage/storage.ts';
 
 interface Common {
   input_files?: Record<string, string> | null;
@@ -180,4 +189,34 @@ export function chainRow(caller: Caller, req: RunChainRequest): NewCommandRow {
     declaredOutputs(req.output_files),
     failure,
   );
+}
+
+/** A URL on this service's storage must name a valid file (no encoded '/' or '..'): a 422 naming the input. */
+export async function refuseInvalidStorageUrls(
+  storage: Storage,
+  inputFiles: Record<string, string> | null | undefined,
+  archive?: string | null,
+): Promise<void> {
+  for (const [alias, url] of Object.entries(inputFiles ?? {})) {
+    const problem = await invalidStorageUrl(storage, url);
+    if (problem) throw invalid(['body', 'input_files', alias], problem);
+  }
+  const problem = archive ? await invalidStorageUrl(storage, archive) : null;
+  if (problem) throw invalid(['body', 'input_compressed_folder'], problem);
+}
+
+/**
+ * A submission that did not come over HTTP (an FfmpegCommand's spec, as its body): checked as the routes
+ * check theirs, so it is refused with the same RequestInvalid (422) and PlanRefusal (403) texts. A body
+ * with ffmpeg_commands is a chain, any other a single command.
+ */
+export async function commandRowOfBody(caller: Caller, body: Record<string, unknown>, storage: Storage): Promise<NewCommandRow> {
+  if ('ffmpeg_commands' in body) {
+    const req = parseBody(runChainSchema, body);
+    await refuseInvalidStorageUrls(storage, req.input_files);
+    return chainRow(caller, req);
+  }
+  const req = parseBody(runCommandSchema, body);
+  await refuseInvalidStorageUrls(storage, req.input_files, req.input_compressed_folder);
+  return singleCommandRow(caller, req);
 }

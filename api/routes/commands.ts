@@ -14,13 +14,12 @@ import { hasEnded } from '../../core/commands/command-status.ts';
 import { NOT_QUEUED, type QueueView } from '../../core/commands/queue-snapshot.ts';
 import { endsAtSubmit } from '../../core/commands/ended-at-submit.ts';
 import type { AppEnv } from '../middleware/auth.ts';
-import { chainRow, singleCommandRow } from '../commands/submission.ts';
+import { chainRow, refuseInvalidStorageUrls, singleCommandRow } from '../commands/submission.ts';
 import { retryRefusal, retryRow } from '../commands/retry.ts';
 import { isUniqueViolation } from '../../core/db/unique-violation.ts';
 import { commandListItem, commandRecord } from '../commands/serialize.ts';
 import { commandIdParam, listQuerySchema, presignQuerySchema, runChainSchema, runCommandSchema } from '../schemas/commands.ts';
-import { invalid, jsonBody, parseWith, queryParams } from '../schemas/validation.ts';
-import { invalidStorageUrl } from '../../core/engine/storage-inputs.ts';
+import { jsonBody, parseWith, queryParams } from '../schemas/validation.ts';
 import { commandListItemSchema, commandRecordSchema, commonResponses, responses, submissionSchema } from '../openapi/components.ts';
 import { jsonRequestBody, pathParameter, queryParameters } from '../openapi/requests.ts';
 import { idempotencyKeyParameter, idempotencyResponses } from '../openapi/idempotency.ts';
@@ -78,7 +77,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const req = await jsonBody(c, runCommandSchema);
-      await refuseInvalidStorageUrls(req.input_files, req.input_compressed_folder);
+      await refuseInvalidStorageUrls(d.storage, req.input_files, req.input_compressed_folder);
       return submit(c, () => singleCommandRow(c.get('caller'), req));
     },
   );
@@ -97,20 +96,10 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
     }),
     async (c) => {
       const req = await jsonBody(c, runChainSchema);
-      await refuseInvalidStorageUrls(req.input_files);
+      await refuseInvalidStorageUrls(d.storage, req.input_files);
       return submit(c, () => chainRow(c.get('caller'), req));
     },
   );
-
-  /** A URL on this service's storage must name a valid file (no encoded '/' or '..'): a 422 naming the input. */
-  async function refuseInvalidStorageUrls(inputFiles: Record<string, string> | null | undefined, archive?: string | null) {
-    for (const [alias, url] of Object.entries(inputFiles ?? {})) {
-      const problem = await invalidStorageUrl(d.storage, url);
-      if (problem) throw invalid(['body', 'input_files', alias], problem);
-    }
-    const problem = archive ? await invalidStorageUrl(d.storage, archive) : null;
-    if (problem) throw invalid(['body', 'input_compressed_folder'], problem);
-  }
 
   async function submit(c: import('hono').Context<AppEnv>, build: () => ReturnType<typeof singleCommandRow>) {
     const row = build();
@@ -211,7 +200,7 @@ export function commandRoutes(d: CommandRoutesDeps): Hono<AppEnv> {
       const refusal = retryRefusal(failed);
       if (refusal) return c.json({ detail: refusal }, 409);
       const row = retryRow(caller, failed);
-      await refuseInvalidStorageUrls(row.inputs, row.inputArchiveUrl);
+      await refuseInvalidStorageUrls(d.storage, row.inputs, row.inputArchiveUrl);
       try {
         return await submit(c, () => row);
       } catch (err) {

@@ -91,7 +91,7 @@ const RESERVED = new Set(RESERVED_KEYS);
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Strings the database cannot store (NUL, unpaired surrogates) and reserved keys: 422, not a 500. */
-function checkJsonValues(value: unknown, loc: (string | number)[]): void {
+export function checkJsonValues(value: unknown, loc: (string | number)[]): void {
   if (typeof value === 'string') {
     if (value.includes('\u0000') || LONE_SURROGATE.test(value)) {
       throw invalid(loc, 'Input should be a valid string: NUL characters and unpaired surrogates are not allowed', 'string_unicode');
@@ -141,6 +141,11 @@ export async function jsonBody<S extends v.GenericSchema>(c: Context, schema: S)
     throw decodeError(err);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw notAnObject();
+  return parseBody(schema, body);
+}
+
+/** A decoded JSON body (or one made from an FfmpegCommand's spec), checked as every body is. */
+export function parseBody<S extends v.GenericSchema>(schema: S, body: object): v.InferOutput<S> {
   checkJsonValues(body, ['body']);
   return parseWith(schema, body, ['body']);
 }

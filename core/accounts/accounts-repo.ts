@@ -20,7 +20,7 @@ export interface Caller {
   keyId: string;
 }
 
-const ENVIRONMENT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+export const ENVIRONMENT_NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
 export class AccountsRepo {
   private readonly db: Db;

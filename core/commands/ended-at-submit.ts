@@ -29,3 +29,8 @@ export async function insertEndedAtSubmit(db: Db, row: NewCommandRow, quotas?: N
     return ended;
   });
 }
+
+/** Stores a new command as submitted: QUEUED, or ended already when ffmpeg would stop on it. */
+export function insertSubmitted(db: Db, row: NewCommandRow, quotas?: NewCommandQuotas): Promise<CommandRow> {
+  return endsAtSubmit(row) ? insertEndedAtSubmit(db, row, quotas) : new CommandsRepo(db).insert(row, quotas);
+}

@@ -3,7 +3,7 @@
 // process it runs in (this one, the operator, another API replica), makes the database notify the
 // change on commit (triggers of migration 0004), and the cache forgets what the notification names.
 import type { Database } from '../db/database.ts';
-import { endsAtSubmit, insertEndedAtSubmit } from './ended-at-submit.ts';
+import { insertSubmitted } from './ended-at-submit.ts';
 import { CommandsRepo, type CommandWithOutputs, type NewCommandQuotas, type NewCommandRow } from './commands-repo.ts';
 
 export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
@@ -165,7 +165,7 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
     /** The submit path's write, within the account's quotas: the new command is kept for its polls. */
     insert: (row: NewCommandRow, quotas: NewCommandQuotas) =>
       cache.created(row.id, async () => ({
-        row: endsAtSubmit(row) ? await insertEndedAtSubmit(database.db, row, quotas) : await commands.insert(row, quotas),
+        row: await insertSubmitted(database.db, row, quotas),
         files: [],
       })),
     stop,

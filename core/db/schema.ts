@@ -134,6 +134,12 @@ export const commands = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     /** Cluster mode: when its FfmpegCommand resource was created (null: not yet; the operator creates it). */
     resourceCreatedAt: timestamp('resource_created_at', { withTimezone: true, precision: 3 }),
+    /**
+     * A command taken in from an FfmpegCommand someone else made (kubectl, GitOps): that resource's namespace
+     * and name. Null for the HTTP API's, whose resource is named after the command in the operator's namespace.
+     */
+    resourceNamespace: text('resource_namespace'),
+    resourceName: text('resource_name'),
     startedAt: timestamp('started_at', { withTimezone: true, precision: 3 }),
     finishedAt: timestamp('finished_at', { withTimezone: true, precision: 3 }),
     /** How far ffmpeg is in the current step (runner progress events); null before ffmpeg starts. */

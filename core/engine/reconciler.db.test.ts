@@ -355,6 +355,16 @@ test('a chain moves to its next step with the earlier outputs stored', async () 
     );
     f.backend.succeed(second);
     await f.eventually(id, (r) => r.status === 'SUCCESS');
+    // What `kubectl describe` shows in cluster mode.
+    assert.deepEqual(
+      f.events.map((e) => [e.reason, e.message.replace(/\d+\.\d s/, 'N s')]),
+      [
+        ['Started', 'started on 1 vCPU: step 1 of 2'],
+        ['StepSucceeded', 'step 1 of 2 succeeded'],
+        ['StepSucceeded', 'step 2 of 2 succeeded'],
+        ['Succeeded', 'succeeded; ffmpeg ran N s'],
+      ],
+    );
   } finally {
     await f.close();
   }
@@ -378,6 +388,11 @@ test('a lost job runs again with the next attempt, and the command fails INTERRU
     assert.equal(row.status, 'FAILED');
     assert.equal(row.errorStatus, 'INTERRUPTED');
     assert.match(row.errorMessage!, /2 times/);
+    assert.deepEqual(
+      f.events.filter((e) => e.reason === 'Failed').map((e) => e.message),
+      [`INTERRUPTED: ${row.errorMessage}`],
+      'the end is an Event that names the error status and message',
+    );
   } finally {
     await f.close();
   }
@@ -883,7 +898,11 @@ test('a step whose pod finds no room goes back to the queue at its place, its jo
     assert.ok(f.backend.deleted.includes(step2.ref.name));
     assert.deepEqual(
       f.events.map((e) => [e.id, e.reason]),
-      [[chain.id, 'Requeued']],
+      [
+        [chain.id, 'Started'],
+        [chain.id, 'StepSucceeded'],
+        [chain.id, 'Requeued'],
+      ],
     );
     f.reconciler.start();
     f.gate!.open(1);

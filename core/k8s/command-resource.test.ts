@@ -4,7 +4,7 @@ import type { CustomObjectsApi } from '@kubernetes/client-node';
 import type { CommandRow } from '../commands/commands-repo.ts';
 import { createCommandResource } from './command-resource.ts';
 import type { FfmpegCommandObject } from './ffmpeg-command.ts';
-import { PLURAL } from './names.ts';
+import { LABELS, PLURAL } from './names.ts';
 
 // Only the columns the resource is made of.
 const row = {
@@ -16,7 +16,14 @@ const row = {
   maxCommandRunSeconds: 300,
   steps: [{}, {}],
   isPrivate: false,
-  originalRequest: { input_files: {} },
+  metadata: { job: 42 },
+  originalRequest: {
+    ffmpeg_commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
+    input_files: { in_1: 'https://example.com/a.mp4' },
+    output_files: { out_1: 'b.mp4', out_2: 'c.mp4' },
+    max_command_run_seconds: 300,
+    vcpu_count: 2,
+  },
 } as unknown as CommandRow;
 
 /** A commands repo holding `stored` (or nothing), recording the stamps. */
@@ -52,8 +59,17 @@ test('a stored command: its FfmpegCommand is created from the row, then the row 
   assert.equal(server.created.length, 1);
   const { namespace, plural, body } = server.created[0];
   assert.deepEqual([namespace, plural, body.metadata?.name, body.metadata?.namespace], ['ns', PLURAL, 'cmd-1', 'ns']);
-  assert.equal(body.spec?.steps, 2);
-  assert.equal(body.spec?.accountId, 'acc-1');
+  // The user-facing spec: the request as submitted, camelCased (what kubectl shows and a person would write).
+  assert.deepEqual(body.spec, {
+    commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
+    inputFiles: { in_1: 'https://example.com/a.mp4' },
+    outputFiles: { out_1: 'b.mp4', out_2: 'c.mp4' },
+    vcpuCount: 2,
+    maxCommandRunSeconds: 300,
+    metadata: { job: 42 },
+    isPrivate: false,
+  });
+  assert.equal(body.metadata?.labels?.[LABELS.account], 'acc-1');
   assert.equal(commands.stamps.length, 1);
   assert.equal(commands.stamps[0].id, 'cmd-1');
   assert.ok(commands.stamps[0].at instanceof Date && commands.stamps[0].at.getTime() >= before);

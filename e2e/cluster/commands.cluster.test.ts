@@ -232,14 +232,17 @@ describe('cluster mode', () => {
     await new CommandsRepo(svc.database.db).insert(row); // stored, never dispatched
     const { record } = await svc.client().waitForEnd(row.id, 60_000);
     assert.equal(record.status, 'SUCCESS', JSON.stringify(record));
-    const obj: any = await custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace: svc.cluster.namespace,
-      plural: PLURAL,
-      name: row.id,
-    });
-    assert.equal(obj.spec.commandId, row.id);
+    const read = async (): Promise<any> =>
+      custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: svc.cluster.namespace, plural: PLURAL, name: row.id });
+    let obj = await read();
+    for (let i = 0; i < 200 && obj.status?.phase !== 'SUCCESS'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      obj = await read();
+    }
+    // The user-facing spec, made from the stored request; the labels say whose it is.
+    assert.equal(obj.spec.command, row.originalRequest.ffmpeg_command);
+    assert.equal(obj.metadata.labels[LABELS.account], caller.account.id);
+    assert.equal(obj.status.commandId, row.id);
   });
 
   test('deleting an FfmpegCommand stops its Job and FAILS the command with CANCELLED', async () => {

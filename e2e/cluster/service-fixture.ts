@@ -22,7 +22,7 @@ import { LocalStorage } from '../../core/storage/local-storage.ts';
 import type { OutputMultipartSettings } from '../../core/jobs/output-parts.ts';
 import { startOperator, type RunningOperator } from '../../operator/operator.ts';
 import { ApiClient, freePort } from '../harness.ts';
-import { startCluster, type Cluster } from './cluster.ts';
+import { parseEnvText, runProcess, startCluster, type Cluster } from './cluster.ts';
 import { startNodeAgent, type NodeAgent } from './node-agent.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -56,6 +56,11 @@ export async function startClusterService(
     withOperator?: boolean;
     /** Which outputs go up in parts (the API's plans and the operator's specs and checks agree on it). */
     outputMultipart?: OutputMultipartSettings;
+    /**
+     * Namespaces (made here) where the operator also takes in FfmpegCommands people make, with the RBAC the
+     * chart renders for its operator.watchNamespaces value.
+     */
+    watchNamespaces?: string[];
   } = {},
 ): Promise<ClusterService> {
   if (!process.env.FFOP_TEST_DATABASE_URL?.startsWith('postgres'))
@@ -69,6 +74,10 @@ export async function startClusterService(
   await cluster.applyYaml(await rewrite('crds/ffmpegcommand.yaml'));
   await cluster.applyYaml(await rewrite('operator/manifests/rbac.yaml'));
   await waitForCrd(cluster);
+  if (opts.watchNamespaces) {
+    for (const name of opts.watchNamespaces) await cluster.kubectl(['create', 'namespace', name]);
+    await cluster.applyYaml(await chartRbac(ns, opts.watchNamespaces));
+  }
   const operatorKc = await cluster.serviceAccountKubeConfig(SERVICE_ACCOUNTS.operator, ns);
   const apiKc = await cluster.serviceAccountKubeConfig(SERVICE_ACCOUNTS.api, ns);
 
@@ -122,6 +131,7 @@ export async function startClusterService(
         abandonedUploadSeconds: 7 * 86400,
       },
       leaseSeconds: 4,
+      watchNamespaces: opts.watchNamespaces ? [ns, ...opts.watchNamespaces] : undefined,
       runnerWorkRoot: join(dir, 'pods'),
       outputMultipart: opts.outputMultipart,
     });
@@ -166,6 +176,32 @@ export async function startClusterService(
   await svc.operator.leading;
   if (opts.withOperator === false) await svc.operator.stop();
   return svc;
+}
+
+/** templates/rbac.yaml as the chart renders it in `namespace` with operator.watchNamespaces set. */
+async function chartRbac(namespace: string, watchNamespaces: string[]): Promise<string> {
+  const build = await runProcess('bash', [join(ROOT, 'e2e/control-plane/build.sh')]);
+  const helm = join(parseEnvText(build.stdout).FFOP_HELM_BIN_DIR, 'helm');
+  const required = [
+    'database.url=postgres://unused',
+    's3.endpoint=https://unused',
+    's3.bucket=unused',
+    's3.accessKey=unused',
+    's3.secretKey=unused',
+  ];
+  const args = [
+    'template',
+    'ffmpeg-operator',
+    join(ROOT, 'charts/ffmpeg-operator'),
+    '--namespace',
+    namespace,
+    '--show-only',
+    'templates/rbac.yaml',
+  ];
+  for (const value of [...required, `operator.watchNamespaces={${watchNamespaces.join(',')}}`]) args.push('--set', value);
+  const rendered = await runProcess(helm, args);
+  if (rendered.code !== 0) throw new Error(`helm template failed: ${rendered.stderr}`);
+  return rendered.stdout;
 }
 
 async function waitForCrd(cluster: Cluster): Promise<void> {

@@ -80,6 +80,11 @@ export class CommandActions {
     if (!command) return;
     this.o.onCommandChanged?.(command.id);
     this.log(command).info({ vcpu_count: command.vcpuCount }, 'command admitted');
+    this.o.onCommandEvent?.(command.id, {
+      reason: 'Started',
+      message: `started on ${command.vcpuCount} vCPU${command.vcpuCount > 1 ? 's' : ''}: step 1 of ${command.steps.length}`,
+      warning: false,
+    });
     this.o.metrics?.commandAdmitted(candidate.plan, secondsSince(command.createdAt, startedAt));
     await this.startStep(command, candidate.plan);
   }
@@ -202,6 +207,11 @@ export class CommandActions {
     }
     const files = outputFileRows(command, event);
     const lastStep = command.currentStep >= command.steps.length - 1;
+    const stepSucceeded = {
+      reason: 'StepSucceeded',
+      message: `step ${command.currentStep + 1} of ${command.steps.length} succeeded`,
+      warning: false,
+    };
     if (lastStep) {
       const stored = await this.o.commands.completeStep(ref, files, {
         status: CommandStatus.SUCCESS,
@@ -215,6 +225,12 @@ export class CommandActions {
       if (!stored) return;
       this.o.onCommandChanged?.(command.id);
       this.log(command).info({ ffmpeg_seconds: ffmpegSeconds }, 'command succeeded');
+      this.o.onCommandEvent?.(command.id, stepSucceeded);
+      this.o.onCommandEvent?.(command.id, {
+        reason: 'Succeeded',
+        message: `succeeded; ffmpeg ran ${ffmpegSeconds.toFixed(1)} s`,
+        warning: false,
+      });
       this.o.kick(); // its vCPUs are free for the next queued command (of its account's plan, and of the capacity)
       await this.recordEnd(command, CommandStatus.SUCCESS, null, ffmpegSeconds);
       return;
@@ -235,6 +251,7 @@ export class CommandActions {
     };
     if (!(await this.o.commands.completeStep(ref, files, next))) return;
     this.o.onCommandChanged?.(command.id);
+    this.o.onCommandEvent?.(command.id, stepSucceeded);
     this.log(command).info({ step: next.currentStep }, 'step done, starting the next one');
     await this.startStep({ ...command, ...next });
   }
@@ -258,6 +275,7 @@ export class CommandActions {
     });
     this.o.onCommandChanged?.(command.id);
     this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
+    this.o.onCommandEvent?.(command.id, { reason: 'Failed', message: `${errorStatus}: ${errorMessage}`, warning: true });
     this.o.kick();
     await this.recordEnd(command, CommandStatus.FAILED, errorStatus, command.ffmpegSeconds);
   }
