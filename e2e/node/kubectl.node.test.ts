@@ -6,7 +6,7 @@
 // commands runs. Run inside e2e/node/sandbox.sh (scripts/test.sh does).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -265,7 +265,8 @@ spec:
       const succeeded = condition(status, 'Succeeded');
       assert.equal(succeeded.status, 'True');
       assert.equal(succeeded.observedGeneration, done.metadata.generation);
-      assert.equal(condition(status, 'Running').status, 'False');
+      const running = status.conditions?.find((c) => c.type === 'Running');
+      assert.notEqual(running?.status, 'True', 'no longer Running');
       const described = ok('kubectl describe', await svc.kubectl(['describe', 'ffc', name, '-n', TEAM]));
       const events = described.slice(described.indexOf('Events:'));
       for (const reason of ['Queued', 'Started', 'Succeeded'])
@@ -379,7 +380,7 @@ spec:
     assert.match(refused.status!.errorMessage!, /vcpu_count 2/);
     const events = await k.events(name, SMALL);
     assert.ok(
-      events.some((e) => e.type === 'Warning' && e.message.includes('NOT_ALLOWED')),
+      events.some((e) => e.type === 'Warning' && e.message.includes(refused.status!.errorMessage!)),
       JSON.stringify(events.map((e) => [e.type, e.reason, e.message])),
     );
     assert.deepEqual(await k.jobsOf(refused.metadata.uid), []);
@@ -422,15 +423,64 @@ spec:
       vcpu_count: 1,
     });
     assert.equal(http.status, 422, JSON.stringify(http.body));
-    assert.equal(http.body.detail.length, 1, JSON.stringify(http.body.detail));
-    assert.equal(failed.status!.errorMessage, http.body.detail[0].msg);
+    assert.equal(failed.status!.errorMessage, http.body.detail[0].msg, JSON.stringify(http.body.detail));
     assert.match(failed.status!.errorMessage!, /in_2/);
     const events = await k.events(name, TEAM);
     assert.ok(
-      events.some((e) => e.type === 'Warning' && e.message.includes('INVALID_COMMAND')),
+      events.some((e) => e.type === 'Warning' && e.message.includes(failed.status!.errorMessage!)),
       JSON.stringify(events.map((e) => [e.type, e.reason, e.message])),
     );
     assert.deepEqual(await k.jobsOf(failed.metadata.uid), []);
+  });
+
+  test("RBAC decides who submits: docs/kubectl.md's Role lets a team member apply, wait and delete in its namespace only", async () => {
+    // The Role and RoleBinding of docs/kubectl.md as written there, bound to a ServiceAccount of the team
+    // instead of a group of people.
+    const docs = await readFile(join(ROOT, 'docs/kubectl.md'), 'utf8');
+    const rbac = [...docs.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1].replace(/^ {3}/gm, '')).find((y) => /^kind: Role$/m.test(y));
+    assert.ok(rbac, 'docs/kubectl.md shows a Role');
+    const groupSubject = '- { apiGroup: rbac.authorization.k8s.io, kind: Group, name: media-team }';
+    assert.ok(rbac.includes(groupSubject), rbac);
+    const bound = await k.apply(rbac.replace(groupSubject, `- { kind: ServiceAccount, name: editor, namespace: ${TEAM} }`));
+    assert.equal(bound.code, 0, bound.stderr);
+    const kubeconfig = join(dir, 'editor.kubeconfig');
+    await writeFile(kubeconfig, (await svc.cluster.serviceAccountKubeConfig('editor', TEAM)).exportConfig(), { mode: 0o600 });
+    const asEditor = (args: string[]) => runProcess(svc.cluster.env.KUBECTL, [`--kubeconfig=${kubeconfig}`, ...args]);
+    const file = join(dir, 'editor.yaml');
+    const resource = (namespace: string) => `apiVersion: ffmpeg-operator.dev/v1beta1
+kind: FfmpegCommand
+metadata: { name: from-editor, namespace: ${namespace} }
+spec:
+  command: "${slowLine(1)}"
+  outputFiles: { out_1: "out.mp4" }
+  vcpuCount: 1
+`;
+    await writeFile(file, resource(UNBOUND));
+    const elsewhere = await asEditor(['apply', '-f', file]);
+    assert.notEqual(elsewhere.code, 0, 'no rights in another namespace');
+    assert.match(elsewhere.stderr, /forbidden/i);
+
+    await writeFile(file, resource(TEAM));
+    ok('apply as the team', await asEditor(['apply', '-f', file]));
+    ok(
+      'wait as the team',
+      await asEditor(['wait', '--for=jsonpath={.status.phase}=SUCCESS', 'ffc/from-editor', '-n', TEAM, '--timeout=120s']),
+    );
+    ok('describe as the team', await asEditor(['describe', 'ffc', 'from-editor', '-n', TEAM]));
+    const status = await asEditor([
+      'patch',
+      'ffc',
+      'from-editor',
+      '-n',
+      TEAM,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"phase":"FAILED"}}',
+    ]);
+    assert.notEqual(status.code, 0, 'the team cannot write the status');
+    assert.match(status.stderr, /forbidden/i);
+    ok('delete as the team', await asEditor(['delete', 'ffc', 'from-editor', '-n', TEAM]));
   });
 
   test('the spec is immutable; kubectl delete of a running command stops its container and cancels it', async () => {
@@ -448,7 +498,7 @@ spec:
     const { metadata } = await k.get(name, TEAM);
     const containerId = await k.runningContainer(metadata.uid);
     assert.ok((await svc.runningContainers()).includes(containerId), 'containerd runs the runner container');
-    assert.equal((await k.get(name, TEAM)).status!.phase, 'PROCESSING');
+    await until('the resource to show PROCESSING', async () => (await k.get(name, TEAM)).status?.phase === 'PROCESSING', 30_000);
 
     const patched = await svc.kubectl(['patch', 'ffc', name, '-n', TEAM, '--type=merge', '-p', '{"spec":{"vcpuCount":2}}']);
     assert.notEqual(patched.code, 0, 'kubectl patch of the spec fails');
@@ -496,7 +546,11 @@ describe('a v1alpha1 FfmpegCommand of the previous release after helm upgrade', 
           '-o',
           'jsonpath={range .spec.versions[*]}{.name}:{.served}:{.storage} {end}',
         ]),
-      ).trim();
+      )
+        .trim()
+        .split(' ')
+        .sort()
+        .join(' ');
     assert.equal(await crdVersions(), 'v1alpha1:true:true', 'the previous release knows v1alpha1 only');
     const slow = (seconds: number) => ({
       ffmpeg_command: slowLine(seconds),
@@ -506,7 +560,8 @@ describe('a v1alpha1 FfmpegCommand of the previous release after helm upgrade', 
     });
     const finished = await api.submit(slow(1));
     assert.equal((await api.waitForEnd(finished, 120_000)).record.status, 'SUCCESS');
-    const running = await api.submit(slow(90));
+    // Long enough to outlast the upgrade (the hook Job, then both Deployments rolling).
+    const running = await api.submit(slow(120));
     await until('the command to run', async () => {
       const pods = await svc.kubectl([
         'get',
@@ -532,7 +587,7 @@ describe('a v1alpha1 FfmpegCommand of the previous release after helm upgrade', 
     assert.equal(upgraded.code, 0, upgraded.stderr);
     await svc.rolledOut();
     console.log(`# helm upgrade (CRD hook, rollout): ${((performance.now() - start) / 1000).toFixed(1)} s`);
-    assert.equal(await crdVersions(), 'v1beta1:true:true v1alpha1:true:false', 'the pre-upgrade hook applied the new CRD');
+    assert.equal(await crdVersions(), 'v1alpha1:true:false v1beta1:true:true', 'the pre-upgrade hook applied the new CRD');
     assert.equal(
       (await api.get(`/v1/commands/${running}`)).body.status,
       'PROCESSING',
