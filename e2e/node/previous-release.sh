@@ -35,13 +35,13 @@ if [ ! -f "$tree/.ffop-extracted" ]; then
   git archive --format=tar "$commit" | tar -xf - -C "$tree"
   touch "$tree/.ffop-extracted"
 fi
-if [ ! -e "$tree/node_modules" ]; then
-  if cmp -s "$tree/package-lock.json" package-lock.json; then
-    bash scripts/ensure-npm-deps.sh
-    ln -s "$repo/node_modules" "$tree/node_modules"
-  else
-    log "its package-lock.json differs from this one: npm ci there"
-  fi
+if cmp -s "$tree/package-lock.json" package-lock.json; then
+  # This clone's node_modules (linked again each time: the clone that made the link may be gone).
+  bash scripts/ensure-npm-deps.sh
+  if [ -L "$tree/node_modules" ] || [ ! -e "$tree/node_modules" ]; then ln -sfn "$repo/node_modules" "$tree/node_modules"; fi
+elif [ ! -d "$tree/node_modules" ] || [ -L "$tree/node_modules" ]; then
+  rm -f "$tree/node_modules"
+  log "its package-lock.json differs from this clone's: its build-images.sh runs npm ci there (needs the network)"
 fi
 # Its ensure-npm-deps.sh reinstalls when the lock is newer than the install stamp; a linked
 # node_modules is this repository's, installed from the same lock.
