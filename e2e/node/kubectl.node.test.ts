@@ -496,14 +496,22 @@ spec:
 `);
     assert.equal(applied.code, 0, applied.stderr);
     const { metadata } = await k.get(name, TEAM);
-    const containerId = await k.runningContainer(metadata.uid);
-    assert.ok((await svc.runningContainers()).includes(containerId), 'containerd runs the runner container');
-    await until('the resource to show PROCESSING', async () => (await k.get(name, TEAM)).status?.phase === 'PROCESSING', 30_000);
-
     const patched = await svc.kubectl(['patch', 'ffc', name, '-n', TEAM, '--type=merge', '-p', '{"spec":{"vcpuCount":2}}']);
     assert.notEqual(patched.code, 0, 'kubectl patch of the spec fails');
     assert.match(patched.stderr, /immutable/);
     assert.equal((await k.get(name, TEAM)).spec.vcpuCount, 1);
+
+    const containerId = await k.runningContainer(metadata.uid);
+    assert.ok((await svc.runningContainers()).includes(containerId), 'containerd runs the runner container');
+    const processing = await until(
+      'the resource to show PROCESSING',
+      async () => {
+        const now = await k.get(name, TEAM);
+        return now.status?.phase === 'PROCESSING' && now;
+      },
+      30_000,
+    );
+    assert.equal(condition(processing.status, 'Running').status, 'True');
 
     const deleted = await svc.kubectl(['delete', 'ffc', name, '-n', TEAM, '--wait=false']);
     assert.equal(deleted.code, 0, deleted.stderr);
