@@ -53,8 +53,9 @@ if [ "${FFOP_SKIP_CLUSTER_TESTS:-0}" != 1 ] && [ "${FFOP_SKIP_NODE_TESTS:-0}" !=
   FFOP_NEED_NODE=1 FFOP_NEED_IMAGES=1 bash scripts/ensure-system-deps.sh
   mapfile -t nodetests < <(find e2e/node -name '*.node.test.ts' | sort)
   # The images are built out here: the sandbox has no network, and a changed root filesystem needs
-  # Debian's mirrors (inside, the tests find them cached).
-  if bash scripts/build-images.sh >/dev/null; then
+  # Debian's mirrors (inside, the tests find them cached). The previous release's too, for the upgrade
+  # test (e2e/node/kubectl.node.test.ts; about a minute the first time, seconds once cached).
+  if bash scripts/build-images.sh >/dev/null && bash e2e/node/previous-release.sh >/dev/null; then
     bash e2e/node/sandbox.sh node --import tsx --test --test-concurrency=1 "${nodetests[@]}" || status=1
   else
     status=1

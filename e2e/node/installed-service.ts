@@ -55,8 +55,13 @@ export interface InstalledService {
   /** Every node's env, by node name. */
   nodeEnvs: Record<string, Record<string, string>>;
   database: Database;
+  /** What scripts/build-images.sh printed for this tree (FFOP_SERVICE_IMAGE, ..._ARCHIVE), whichever release was installed. */
+  images: Record<string, string>;
   client(key?: string): ApiClient;
+  /** A new account on `plan` and an API key of it (environment main); returns the key. */
   newAccount(plan: string): Promise<string>;
+  /** The same, with the account's id (what `cli.js accounts create` prints, and a Namespace's binding label names). */
+  newAccountWithId(plan: string): Promise<{ id: string; key: string }>;
   helm(args: string[]): Promise<ProcessResult>;
   /** Waits until both Deployments have rolled out: helm's --wait counts one with maxUnavailable 1 ready while its only pod is down. */
   rolledOut(): Promise<void>;
@@ -101,6 +106,14 @@ export async function installOnRealNode(
     /** Start Kueue (e2e/kueue/kueue.ts) on the control plane before the chart: for `queueing.mode: kueue`. */
     kueue?: boolean;
     /** Chart values over the fixture's, merged key by key. */ values?: Record<string, unknown>;
+    /** Namespaces made before the chart is installed (its RBAC for operator.watchNamespaces names them). */
+    namespaces?: string[];
+    /**
+     * Another release to install instead of this tree's: its chart folder and the images it runs (as
+     * scripts/build-images.sh prints them; e2e/node/previous-release.sh). This tree's images are imported
+     * too, so that `helm upgrade` to this tree's chart finds them.
+     */
+    release?: { chart: string; images: Record<string, string> };
   } = {},
 ): Promise<InstalledService> {
   if (process.env.FFOP_NODE_SANDBOX !== '1') throw new Error('real-node tests run inside e2e/node/sandbox.sh (scripts/test.sh does that)');
@@ -129,6 +142,15 @@ export async function installOnRealNode(
       cleanups.push(() => kueue.stop()); // before the control plane stops
     }
     const namespace = cluster.namespace;
+    for (const name of opts.namespaces ?? []) {
+      const made = await cluster.kubectl(['create', 'namespace', name]);
+      if (made.code !== 0) throw new Error(`kubectl create namespace ${name} failed: ${made.stderr}`);
+    }
+    // The images the installed release runs; this tree's too when that is another release's.
+    const installImages = opts.release?.images ?? images;
+    const archives = (kind: 'SERVICE' | 'RUNNER') => [
+      ...new Set([installImages[`FFOP_${kind}_IMAGE_ARCHIVE`], images[`FFOP_${kind}_IMAGE_ARCHIVE`]]),
+    ];
 
     // The first node keeps the state dir of the one-node fixture (`node`); node N has `node-N`.
     const nodeNames = Array.from({ length: opts.nodes ?? 1 }, (_, i) => nodeName(i + 1));
@@ -145,8 +167,8 @@ export async function installOnRealNode(
             stateDirs.get(name)!,
             cluster.stateDir,
             // Only the first node runs the service image (the chart's pods stay there).
-            ...(i === 0 ? [images.FFOP_SERVICE_IMAGE_ARCHIVE] : []),
-            images.FFOP_RUNNER_IMAGE_ARCHIVE,
+            ...(i === 0 ? archives('SERVICE') : []),
+            ...archives('RUNNER'),
           ]),
         ),
       ),
@@ -173,8 +195,8 @@ export async function installOnRealNode(
     };
     await adminClient(s3Settings).makeBucket(BUCKET, s3Settings.region);
 
-    const [serviceRepo, serviceTag] = splitImage(images.FFOP_SERVICE_IMAGE);
-    const [runnerRepo, runnerTag] = splitImage(images.FFOP_RUNNER_IMAGE);
+    const [serviceRepo, serviceTag] = splitImage(installImages.FFOP_SERVICE_IMAGE);
+    const [runnerRepo, runnerTag] = splitImage(installImages.FFOP_RUNNER_IMAGE);
     const apiUrl = `http://${nodeIp}:${API_PORT}`;
     const apiServer = new URL(cluster.server);
     const values = {
@@ -216,7 +238,9 @@ export async function installOnRealNode(
     const helm = (args: string[]) => runProcess(helmBin, [`--kubeconfig=${kubeconfigFile}`, `--namespace=${namespace}`, ...args]);
     const kubectl = (args: string[]) => cluster.kubectl(args);
 
-    const installed = await timed('chart installed', () => helm(['install', RELEASE, CHART, '-f', valuesFile, '--wait', '--timeout=4m']));
+    const installed = await timed('chart installed', () =>
+      helm(['install', RELEASE, opts.release?.chart ?? CHART, '-f', valuesFile, '--wait', '--timeout=4m']),
+    );
     if (installed.code !== 0) throw new Error(`helm install failed: ${installed.stderr}\n${await describeFailure(kubectl)}`);
     cleanups.push(() => helm(['uninstall', RELEASE, '--wait']));
     const rolledOut = async () => {
@@ -238,6 +262,10 @@ export async function installOnRealNode(
     const database = await openDatabase(databaseUrl);
     cleanups.push(() => database.close());
     const accounts = new AccountsRepo(database.db);
+    const newAccountWithId = async (plan: string) => {
+      const account = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
+      return { id: account.id, key: (await accounts.createKey(account.id, 'main')).key };
+    };
     return {
       cluster,
       namespace,
@@ -249,12 +277,11 @@ export async function installOnRealNode(
       nodeEnv,
       nodeEnvs,
       database,
+      images,
       timings,
       client: (k = key) => new ApiClient(apiUrl, k),
-      async newAccount(plan) {
-        const account = await accounts.createAccount(`acct-${randomBytes(4).toString('hex')}`, plan);
-        return (await accounts.createKey(account.id, 'main')).key;
-      },
+      newAccount: async (plan) => (await newAccountWithId(plan)).key,
+      newAccountWithId,
       helm,
       rolledOut,
       kubectl,
