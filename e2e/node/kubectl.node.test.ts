@@ -423,8 +423,9 @@ spec:
       vcpu_count: 1,
     });
     assert.equal(http.status, 422, JSON.stringify(http.body));
-    assert.equal(failed.status!.errorMessage, http.body.detail[0].msg, JSON.stringify(http.body.detail));
-    assert.match(failed.status!.errorMessage!, /in_2/);
+    // The 422's text, after where it is in the spec (body.ffmpeg_command is spec.command).
+    assert.equal(failed.status!.errorMessage, `spec.command: ${http.body.detail[0].msg}`, JSON.stringify(http.body.detail));
+    assert.match(failed.status!.errorMessage ?? '', /in_2/);
     const events = await k.events(name, TEAM);
     assert.ok(
       events.some((e) => e.type === 'Warning' && e.message.includes(failed.status!.errorMessage!)),
