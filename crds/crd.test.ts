@@ -683,6 +683,12 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
       [operator, ['delete', commands], false],
       [operator, ['update', commands], false],
       [operator, ['create', 'jobs.batch', '-n', 'default'], false],
+      // Namespace labels bind a namespace to an account: read cluster-wide, never written.
+      [operator, ['list', 'namespaces'], true],
+      [operator, ['watch', 'namespaces'], true],
+      [operator, ['patch', 'namespaces'], false],
+      // With operator.watchNamespaces empty (rbac.yaml), no commands outside its own namespace.
+      [operator, ['get', commands, '-n', 'default'], false],
       [api, ['create', commands], true],
       [api, ['get', commands], true],
       [api, ['list', commands], false],

@@ -224,3 +224,38 @@ affinity:
 {{- define "ffmpeg-operator.metricsTokenSecret" -}}
 {{- .Values.metrics.tokenSecret.name | default (include "ffmpeg-operator.keysSecret" .) }}
 {{- end }}
+
+{{/*
+operator.watchNamespaces as a JSON list, without the release namespace (its Role grants more) and
+without repeats: ["*"] stays as it is.
+*/}}
+{{- define "ffmpeg-operator.watchedNamespaces" -}}
+{{- $ns := .Release.Namespace }}
+{{- $out := list }}
+{{- range .Values.operator.watchNamespaces }}
+{{- if and (ne . $ns) (not (has . $out)) }}{{ $out = append $out . }}{{ end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/* What the operator does to FfmpegCommands in a watched namespace other than its own. */}}
+{{- define "ffmpeg-operator.watchedCommandRules" -}}
+# Take commands in and patch their metadata (finalizer); their Jobs run in the release namespace.
+- apiGroups: [ffmpeg-operator.dev]
+  resources: [ffmpegcommands]
+  verbs: [get, list, watch, patch]
+- apiGroups: [ffmpeg-operator.dev]
+  resources: [ffmpegcommands/status]
+  verbs: [get, patch, update]
+# Events on those commands (Queued, Refused, Started, ...), through either events API.
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end }}
+
+{{/* Annotations of the CRD upgrade hook's objects; pass the weight (lower: made first). */}}
+{{- define "ffmpeg-operator.crdHookAnnotations" -}}
+helm.sh/hook: pre-upgrade
+helm.sh/hook-weight: {{ . | quote }}
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end }}
