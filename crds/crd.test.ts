@@ -636,11 +636,27 @@ describe('FfmpegCommand CRD and RBAC on a real API server', () => {
     const asAlpha = await read(name, V1ALPHA1);
     assert.equal(asAlpha.apiVersion, `${GROUP}/${V1ALPHA1}`);
     assert.deepEqual(asAlpha.status, expected);
-    // Its spec stays immutable, whatever version asks (through v1alpha1 the pruned spec also misses
-    // that version's required fields, which refuses it first).
+    // Its spec may be filled in once with a whole v1beta1 spec (the upgraded operator writes the stored
+    // command's), and is immutable from then on, whatever version asks (through v1alpha1 the spec also
+    // misses that version's required fields, which refuses it first).
+    const half = await rejection(() => patch(name, { spec: { vcpuCount: 4 } }, V1BETA1));
+    assert.equal(half.code, 422);
+    assertCause(half.causes, 'spec', 'give exactly one of command');
+    const filledIn = {
+      commands: ['-i {{in_1}} {{out_1}}', '-i {{out_1}} {{out_2}}'],
+      inputFiles: { in_1: 'https://example.com/a.mp4' },
+      outputFiles: { out_1: 'b.mp4', out_2: 'c.mp4' },
+      vcpuCount: 2,
+      maxCommandRunSeconds: 0.5,
+      isPrivate: false,
+    };
+    await patch(name, { spec: filledIn }, V1BETA1);
+    assert.deepEqual((await read(name, V1BETA1)).spec, filledIn);
     const beta = await rejection(() => patch(name, { spec: { vcpuCount: 4 } }, V1BETA1));
     assert.equal(beta.code, 422);
     assertCause(beta.causes, 'spec', 'spec is immutable');
+    const again = await rejection(() => patch(name, { spec: { ...filledIn, commands: ['-i {{in_1}} {{out_1}}'] } }, V1BETA1));
+    assertCause(again.causes, 'spec', 'spec is immutable');
     const alpha = await rejection(() => patch(name, { spec: { vcpuCount: 4 } }, V1ALPHA1));
     assert.equal(alpha.code, 422);
     // The previous release's operator, still running while the upgrade rolls, writes status through

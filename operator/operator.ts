@@ -93,7 +93,16 @@ export function startOperator(o: OperatorOptions): RunningOperator {
   const leading = leadership.acquired.then(async () => {
     if (stopped) return;
     const commands = new CommandsRepo(o.database.db);
-    const commandResources = new CommandResources({ kubeconfig, namespace: o.namespace, watchNamespaces: o.watchNamespaces, logger });
+    const commandResources = new CommandResources({
+      kubeconfig,
+      namespace: o.namespace,
+      watchNamespaces: o.watchNamespaces,
+      logger,
+      source: {
+        load: (id) => commands.findById(id),
+        outputs: async (id) => (await commands.outputFiles(id)).map((f) => outputOf(f, o.storage.publicUrl(f.storageKey))),
+      },
+    });
     resources = commandResources;
     backend = new KubernetesBackend({
       kubeconfig,
@@ -129,12 +138,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
         return owner && { namespace: o.namespace, name: owner.name, uid: owner.uid };
       },
     });
-    const mirrorCommand = (id: string) =>
-      commandResources.mirror(
-        id,
-        () => commands.findById(id),
-        async () => (await commands.outputFiles(id)).map((f) => outputOf(f, o.storage.publicUrl(f.storageKey))),
-      );
+    const mirrorCommand = (id: string) => commandResources.mirror(id);
     const built = createEngine({
       // What a result may report is held to what the runners were given.
       settings: {

@@ -615,6 +615,23 @@ describe('a v1alpha1 FfmpegCommand of the previous release after helm upgrade', 
     assert.equal(resource.status!.outputs?.[0].storageUrl, record.output_files.out_1.storage_url);
     assert.equal((await fetch(record.output_files.out_1.storage_url)).status, 200);
 
+    // Both resources of the previous release show the user-facing spec of their commands (the operator
+    // writes it once, for the one that ended before the upgrade too) and their conditions.
+    for (const id of [finished, running]) {
+      const shown = await until(`${id}'s spec to be written`, async () => {
+        const now = JSON.parse(ok('kubectl get ffc', await svc.kubectl(['get', 'ffc', id, '-o', 'json']))) as Resource & {
+          spec?: { command?: string; outputFiles?: Record<string, string> };
+        };
+        return now.spec?.command !== undefined && now.status?.conditions !== undefined && now;
+      });
+      assert.equal(shown.spec.command, (await api.get(`/v1/commands/${id}`)).body.original_request.ffmpeg_command);
+      assert.deepEqual(shown.spec.outputFiles, { out_1: 'slow.mp4' });
+      assert.equal(condition(shown.status, 'Succeeded').status, 'True');
+    }
+    const patched = await svc.kubectl(['patch', 'ffc', finished, '--type=merge', '-p', '{"spec":{"vcpuCount":2}}']);
+    assert.notEqual(patched.code, 0, 'immutable once written');
+    assert.match(patched.stderr, /immutable/);
+
     const table = ok('kubectl get ffc', await svc.kubectl(['get', 'ffc']));
     for (const id of [finished, running]) assert.match(table, new RegExp(`^${id}\\s+SUCCESS\\s`, 'm'), table);
     assert.equal((await api.get(`/v1/commands/${finished}`)).body.status, 'SUCCESS');

@@ -9,6 +9,7 @@ import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../core/k8s/names.
 import {
   commandIdOf,
   madeByTheApi,
+  specOf,
   type FfmpegCommandObject,
   type FfmpegCommandOutput,
   type FfmpegCommandStatus,
@@ -24,6 +25,13 @@ export interface ResourceRef {
   uid: string;
   /** metadata.generation, when known: 1 unless the spec changed, which the CRD refuses. */
   generation?: number;
+  /** Made by the previous release: its spec shows nothing until the operator writes it (once) from the stored command. */
+  legacySpec?: boolean;
+}
+
+export interface StatusSource {
+  load: (commandId: string) => Promise<CommandRow | null>;
+  outputs: (commandId: string) => Promise<FfmpegCommandOutput[]>;
 }
 
 export interface ResourceHandlers {
@@ -35,13 +43,18 @@ export interface ResourceHandlers {
   takeIn: (ref: ResourceRef) => void;
 }
 
-/** Identity, plus what tells whether a resource was taken in (its status' commandId and phase). */
+/**
+ * Identity, plus what tells whether a resource was taken in (its status' commandId and phase), and an
+ * empty spec for one whose spec has neither command nor commands: made by the previous release (v1alpha1),
+ * whose internal spec v1beta1 does not show.
+ */
 function keepIdentityAndIntake(obj: FfmpegCommandObject): void {
-  const status = obj.status;
+  const { status, spec } = obj;
   const generation = obj.metadata?.generation;
   keepIdentityOnly(obj);
   if (obj.metadata && generation !== undefined) obj.metadata.generation = generation;
   if (status && (status.commandId || status.phase)) obj.status = { commandId: status.commandId, phase: status.phase };
+  if (spec && spec.command === undefined && spec.commands === undefined) obj.spec = {};
 }
 
 export class CommandResources {
@@ -60,8 +73,18 @@ export class CommandResources {
    */
   private readonly uidsAheadOfWatch = new Map<string, string>();
   private resync: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private readonly source: StatusSource;
 
-  constructor(o: { kubeconfig: KubeConfig; namespace: string; watchNamespaces?: 'all' | string[]; logger: Logger }) {
+  constructor(o: {
+    kubeconfig: KubeConfig;
+    namespace: string;
+    watchNamespaces?: 'all' | string[];
+    logger: Logger;
+    /** What a status is made of: the command's row and its outputs (command-status.ts). */
+    source: StatusSource;
+  }) {
+    this.source = o.source;
     this.kc = o.kubeconfig;
     this.namespace = o.namespace;
     this.watchNamespaces = o.watchNamespaces ?? [o.namespace];
@@ -110,7 +133,8 @@ export class CommandResources {
 
   private refOfObject(obj: KubernetesObject): ResourceRef {
     const m = obj.metadata!;
-    return { namespace: m.namespace!, name: m.name!, uid: m.uid!, generation: m.generation };
+    const legacySpec = (obj as FfmpegCommandObject).spec !== undefined;
+    return { namespace: m.namespace!, name: m.name!, uid: m.uid!, generation: m.generation, legacySpec };
   }
 
   /** Operator side: lists and watches the resources. */
@@ -143,9 +167,11 @@ export class CommandResources {
         for (const obj of watch.informer.list()) if (this.awaitsIntake(obj)) handlers.takeIn(this.refOfObject(obj));
     }, intakeResyncMs);
     this.resync.unref();
+    void this.migrateLegacy();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.resync) clearInterval(this.resync);
     await Promise.all(this.watches.map((w) => w.stop()));
   }
@@ -204,22 +230,67 @@ export class CommandResources {
     );
   }
 
+  /**
+   * The user-facing spec of a resource the previous release made, from its stored command: written once
+   * (the CRD lets an empty spec be filled in, then holds it immutable), so `kubectl get -o yaml` shows
+   * what runs. A failure is logged; the status is written all the same.
+   */
+  private async writeLegacySpec(ref: ResourceRef, command: CommandRow): Promise<void> {
+    try {
+      await this.api.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace: ref.namespace, plural: PLURAL, name: ref.name, body: { spec: specOf(command) } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      ref.legacySpec = false;
+      this.logger.info({ command_id: command.id }, "wrote the user-facing spec of the previous release's FfmpegCommand");
+    } catch (err) {
+      if ((err as { code?: number }).code === 422)
+        ref.legacySpec = false; // written meanwhile: immutable now
+      else
+        this.logger.warn({ command_id: command.id, err: (err as Error).message }, 'could not write the spec of an earlier FfmpegCommand');
+    }
+  }
+
   /** Mirrors a command's row into its resource's status; calls for one command are coalesced. */
-  mirror(commandId: string, load: () => Promise<CommandRow | null>, outputs: () => Promise<FfmpegCommandOutput[]>): void {
+  mirror(commandId: string): void {
     if (this.pendingStatus.has(commandId)) return;
     const work = (async () => {
       await new Promise((r) => setTimeout(r, 20));
       this.pendingStatus.delete(commandId);
-      const command = await load();
-      if (!command) return;
-      const generation = this.refs.get(commandId)?.generation;
-      await this.patchStatus(resourceOfRow(command, this.namespace), statusOf(command, await outputs(), new Date(), generation));
+      await this.mirrorNow(commandId);
     })().catch((err) => {
       this.pendingStatus.delete(commandId);
       if ((err as { code?: number }).code !== 404)
         this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'status mirror failed');
     });
     this.pendingStatus.set(commandId, work);
+  }
+
+  private async mirrorNow(commandId: string): Promise<void> {
+    const command = await this.source.load(commandId);
+    if (!command) return;
+    const ref = this.refs.get(commandId);
+    if (ref?.legacySpec) await this.writeLegacySpec(ref, command);
+    const status = statusOf(command, await this.source.outputs(commandId), new Date(), ref?.generation);
+    await this.patchStatus(resourceOfRow(command, this.namespace), status);
+  }
+
+  /**
+   * After the upgrade from v1alpha1: the resources the previous release made get their spec and a status
+   * with conditions, one at a time in the background (their commands may have ended long ago, so no
+   * change of theirs would bring the mirror).
+   */
+  private async migrateLegacy(): Promise<void> {
+    const legacy = [...this.refs.entries()].filter(([, ref]) => ref.legacySpec);
+    if (legacy.length > 0) this.logger.info({ resources: legacy.length }, "writing the spec of the previous release's FfmpegCommands");
+    for (const [commandId, ref] of legacy) {
+      if (this.stopped) return;
+      if (!ref.legacySpec) continue;
+      await this.mirrorNow(commandId).catch((err: unknown) => {
+        if ((err as { code?: number }).code !== 404)
+          this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'could not write an earlier FfmpegCommand');
+      });
+    }
   }
 }
 
