@@ -106,7 +106,10 @@ export async function startCluster(opts: { minRequestTimeout?: number } = {}): P
       stateDir,
       env,
       applyYaml: (source) => applyYaml(kubeconfig, source),
-      kubectl: (args, input) => runProcess(env.KUBECTL, [`--kubeconfig=${kubeconfigFile}`, ...args], { input }),
+      // Discovery is cached per control plane (in its state dir), never in $HOME, where an earlier run's
+      // API server on the same port would have left another CRD's versions.
+      kubectl: (args, input) =>
+        runProcess(env.KUBECTL, [`--kubeconfig=${kubeconfigFile}`, `--cache-dir=${join(stateDir, 'kubectl-cache')}`, ...args], { input }),
       serviceAccountKubeConfig: (name, ns = namespace) =>
         serviceAccountKubeConfig(core, { server: env.FFOP_KCP_SERVER, caFile: env.FFOP_KCP_CA_FILE }, name, ns),
       stop,

@@ -78,15 +78,20 @@ test('in a bound namespace: stored for its account and environment, under the re
     assert.deepEqual([row.resourceNamespace, row.resourceName], ['bound', 'clip']);
     assert.ok(row.resourceCreatedAt, 'its resource exists: the operator must not make one');
     assert.equal(row.originalRequest.ffmpeg_command, SPEC.command);
-    assert.deepEqual(f.changed, [ref.uid]);
     assert.equal(f.stored(), 1);
     assert.deepEqual(
       f.events.map((e) => [e.ref, e.reason]),
       [['bound/clip', 'Queued']],
     );
-    assert.deepEqual(f.statusWrites, [], 'the status is the mirror’s to write');
-    // Seen again (a resync before the status was written): nothing is stored twice.
+    // QUEUED, written before the reconciler hears of it, so kubectl shows that state first.
+    assert.deepEqual(
+      f.statusWrites.map((w) => [w.ref, w.status.phase, w.status.commandId, w.status.observedGeneration]),
+      [['bound/clip', 'QUEUED', ref.uid, 1]],
+    );
+    assert.deepEqual(f.changed, []);
+    // Seen again (a resync before the watch saw that status): nothing is stored twice; the status is mirrored again.
     await f.intake.takeInNow(ref);
+    assert.deepEqual(f.changed, [ref.uid]);
     assert.deepEqual(await f.commands.listIds(f.caller.account.id, 10, 0), [ref.uid]);
     assert.equal(f.stored(), 1);
   } finally {
@@ -141,6 +146,10 @@ test('one ffmpeg would stop on is stored FAILED at once, as the HTTP API does, w
     const row = (await f.commands.findById(ref.uid))!;
     assert.equal(row.status, 'FAILED');
     assert.equal(row.errorStatus, 'FFMPEG_FAILED');
+    assert.deepEqual(
+      f.statusWrites.map((w) => [w.status.phase, w.status.errorStatus]),
+      [['FAILED', 'FFMPEG_FAILED']],
+    );
     assert.deepEqual(
       f.events.map((e) => e.reason),
       ['Queued', 'Failed'],

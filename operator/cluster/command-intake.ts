@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ENVIRONMENT_NAME, type AccountsRepo, type Caller } from '../../core/accounts/accounts-repo.ts';
 import { PlanRefusal } from '../../core/accounts/plan-refusal.ts';
 import type { Quotas } from '../../core/accounts/quotas.ts';
-import type { CommandsRepo, NewCommandQuotas, NewCommandRow } from '../../core/commands/commands-repo.ts';
+import type { CommandRow, CommandsRepo, NewCommandQuotas, NewCommandRow } from '../../core/commands/commands-repo.ts';
 import { endsAtSubmit } from '../../core/commands/ended-at-submit.ts';
 import { isUniqueViolation } from '../../core/db/unique-violation.ts';
 import { requestBodyOf, RefusalStatus } from '../../core/k8s/ffmpeg-command.ts';
@@ -19,7 +19,7 @@ import { commandRowOfBody } from '../../api/commands/submission.ts';
 import { RequestInvalid } from '../../api/schemas/validation.ts';
 import type { CommandEvent } from './command-events.ts';
 import type { CommandResources, ResourceRef } from './command-resources.ts';
-import { refusedStatus } from './command-status.ts';
+import { refusedStatus, statusOf } from './command-status.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -65,7 +65,7 @@ export interface CommandIntakeOptions {
   accounts: AccountsRepo;
   commands: CommandsRepo;
   /** Stores a new command (ended-at-submit.ts insertSubmitted). */
-  insert: (row: NewCommandRow, quotas: NewCommandQuotas) => Promise<unknown>;
+  insert: (row: NewCommandRow, quotas: NewCommandQuotas) => Promise<CommandRow>;
   quotas: Quotas;
   storage: Storage;
   logger: Logger;
@@ -138,11 +138,16 @@ export class CommandIntake {
         throw err;
       });
       const taken = { ...row, id: ref.uid, resourceNamespace: ref.namespace, resourceName: ref.name, resourceCreatedAt: clock() };
+      let stored: CommandRow | null = null;
       try {
-        await this.o.quotas.storeNewCommand(caller.account, async (quotas) => void (await this.o.insert(taken, quotas)));
+        await this.o.quotas.storeNewCommand(caller.account, async (quotas) => void (stored = await this.o.insert(taken, quotas)));
       } catch (err) {
         if (!isUniqueViolation(err)) throw err; // else: taken in by another intake meanwhile
       }
+      if (!stored) return;
+      // Written before the reconciler hears of it, so `kubectl get` shows it QUEUED (or ended at submit)
+      // first, and a resync sees it taken in.
+      await this.o.resources.patchStatus(ref, statusOf(stored, [], clock(), generation));
       this.o.logger.info(
         { command_id: ref.uid, namespace: ref.namespace, name: ref.name, account_id: caller.account.id },
         'took in an FfmpegCommand',
@@ -152,7 +157,6 @@ export class CommandIntake {
         message: `accepted as command ${ref.uid} for account ${caller.account.name} (environment ${caller.environment})`,
         warning: false,
       });
-      this.o.changed(ref.uid);
       // One that ffmpeg would stop on has ended already (FAILED): there is nothing to run.
       if (endsAtSubmit(taken))
         this.o.event(ref, { reason: 'Failed', message: `${taken.errorStatus}: ${taken.errorMessage}`, warning: true });
