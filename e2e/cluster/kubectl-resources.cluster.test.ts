@@ -224,6 +224,43 @@ describe('FfmpegCommands made with kubectl', () => {
     assert.deepEqual(await jobsOf(), []);
   });
 
+  test("attack: a resource named and labelled as another account's command is the team's own; deleting it cancels nothing else", async () => {
+    const victim = svc.client();
+    const victimId = await victim.submit({
+      ffmpeg_command: '-re -f lavfi -i testsrc=size=32x32:rate=5:duration=4 -c:v libx264 -preset ultrafast {{out_1}}',
+      output_files: { out_1: 'v.mp4' },
+      vcpu_count: 1,
+    });
+    const victimAccount = (await accountOf(svc.key)).id;
+    const forged = await custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: TEAM,
+      plural: PLURAL,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'FfmpegCommand',
+        metadata: {
+          name: victimId,
+          namespace: TEAM,
+          labels: { [LABELS.commandId]: victimId, [LABELS.managedBy]: 'ffmpeg-operator', [LABELS.account]: victimAccount },
+        },
+        spec: {
+          command: '-f lavfi -i testsrc=size=32x32:duration=0.5 -c:v libx264 -preset ultrafast {{out_1}}',
+          outputFiles: { out_1: 'f.mp4' },
+        },
+        // The status subresource drops what a create says of status: it cannot claim a command.
+        status: { commandId: victimId, phase: 'SUCCESS' },
+      },
+    });
+    const own = await until(TEAM, victimId, (o) => o.status?.commandId !== undefined);
+    assert.equal(own.status!.commandId, forged.metadata!.uid, 'known by its own uid, not the id its name and labels give');
+    assert.equal((await svc.client(teamKey).get(`/v1/commands/${forged.metadata!.uid}`)).status, 200, "the team's command");
+    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: TEAM, plural: PLURAL, name: victimId });
+    const { record } = await victim.waitForEnd(victimId, 120_000);
+    assert.equal(record.status, 'SUCCESS', "the other account's command was not cancelled");
+  });
+
   test('taken in once: an operator restart takes in nothing twice', async () => {
     await create(TEAM, 'once', {
       command: '-f lavfi -i testsrc=size=32x32:duration=0.5 -c:v libx264 -preset ultrafast {{out_1}}',
