@@ -49,6 +49,7 @@ try {
   await bench('queued-commands.ts', [quick ? 200 : 1000, 'cheap'], pglite);
   await bench('large-media.ts', [quick ? 2 : 5, '--s3'], pglite);
   if (withCluster) await bench('cluster-overhead.ts', quick ? [100, 2000] : [], pg);
+  if (withCluster) await bench('kubectl-intake.ts', [quick ? 5 : 15], pg);
   // Queueing on two real nodes (kubelet + containerd, in e2e/node/sandbox.sh; needs root): about 15 more minutes.
   if (withCluster)
     await bench('cluster-queueing.ts', quick ? ['--burst', 40, '--idle', 5, '--backlog', 1000, '--backlog-seconds', 30] : []);
