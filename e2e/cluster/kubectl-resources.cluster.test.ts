@@ -261,6 +261,31 @@ describe('FfmpegCommands made with kubectl', () => {
     assert.equal(record.status, 'SUCCESS', "the other account's command was not cancelled");
   });
 
+  test('deleted and made again under the same name (kubectl replace --force, GitOps): a new command that runs; the old one stays cancelled', async () => {
+    const slow = {
+      command: '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}',
+      outputFiles: { out_1: 'o.mp4' },
+      vcpuCount: 1,
+    };
+    await create(TEAM, 'remade', slow);
+    const first = await until(TEAM, 'remade', (o) => o.status?.stage === 'FFMPEG_PROCESSING', 60_000);
+    const firstId = first.status!.commandId!;
+    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: TEAM, plural: PLURAL, name: 'remade' });
+    const again = await create(TEAM, 'remade', {
+      command: '-f lavfi -i testsrc=size=32x32:duration=0.5 -c:v libx264 -preset ultrafast {{out_1}}',
+      outputFiles: { out_1: 'o.mp4' },
+    });
+    const done = await until(TEAM, 'remade', ended);
+    assert.equal(done.metadata!.uid, again.metadata!.uid);
+    assert.equal(done.status!.commandId, again.metadata!.uid, "the new object's own command, not the old one's status");
+    assert.equal(done.status!.phase, 'SUCCESS', JSON.stringify(done.status));
+    const { record } = await svc.client(teamKey).waitForEnd(firstId, 60_000);
+    assert.equal(record.error_status, 'CANCELLED');
+    // Its last status (CANCELLED) never lands on the new object.
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal((await read(TEAM, 'remade')).status!.commandId, again.metadata!.uid);
+  });
+
   test('taken in once: an operator restart takes in nothing twice', async () => {
     await create(TEAM, 'once', {
       command: '-f lavfi -i testsrc=size=32x32:duration=0.5 -c:v libx264 -preset ultrafast {{out_1}}',

@@ -38,8 +38,14 @@ async function intakeFixture() {
   const changed: string[] = [];
   let stored = 0;
   const key = (r: Pick<ResourceRef, 'namespace' | 'name'>) => `${r.namespace}/${r.name}`;
+  const namespaceReads = { running: 0, most: 0, gate: null as Promise<void> | null };
   const intake = new CommandIntake({
-    namespaceLabels: async (ns) => namespacesDouble.get(ns) ?? null,
+    namespaceLabels: async (ns) => {
+      namespaceReads.most = Math.max(namespaceReads.most, ++namespaceReads.running);
+      await namespaceReads.gate;
+      namespaceReads.running--;
+      return namespacesDouble.get(ns) ?? null;
+    },
     resources: {
       read: async (ref) => resourcesDouble.get(key(ref)) ?? null,
       patchStatus: async (ref, status) => void statusWrites.push({ ref: key(ref), status }),
@@ -63,7 +69,7 @@ async function intakeFixture() {
     });
     return { namespace, name, uid };
   };
-  return { database, caller, commands, intake, made, statusWrites, events, changed, stored: () => stored };
+  return { database, caller, commands, intake, made, statusWrites, events, changed, namespaceReads, stored: () => stored };
 }
 
 test('in a bound namespace: stored for its account and environment, under the resource uid, with where the resource is', async () => {
@@ -168,6 +174,26 @@ test('a resource gone, replaced under its name, or decided already is left alone
     await f.intake.takeInNow({ ...replaced, uid: randomUUID() });
     assert.equal(await f.commands.findById(replaced.uid), null);
     assert.deepEqual([f.statusWrites.length, f.events.length, f.stored()], [0, 0, 0]);
+  } finally {
+    await f.database.close();
+  }
+});
+
+test('thousands applied at once: at most 8 intakes run together, and every resource is taken in', async () => {
+  const f = await intakeFixture();
+  try {
+    let open: () => void = () => {};
+    f.namespaceReads.gate = new Promise((resolve) => (open = resolve));
+    const refs = Array.from({ length: 30 }, (_, i) => f.made('bound', `many-${i}`, SPEC));
+    refs.forEach((ref) => f.intake.takeIn(ref));
+    refs.forEach((ref) => f.intake.takeIn(ref)); // a resync meanwhile adds nothing
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(f.namespaceReads.running, 8);
+    open();
+    for (const deadline = Date.now() + 10_000; f.stored() < 30 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(f.stored(), 30);
+    assert.equal(f.namespaceReads.most, 8);
+    assert.equal((await f.commands.listIds(f.caller.account.id, 100, 0)).length, 30);
   } finally {
     await f.database.close();
   }

@@ -95,14 +95,30 @@ export class CommandIntake {
   private readonly o: CommandIntakeOptions;
   /** Uids being taken in now: a resync does not start a second intake of the same resource. */
   private readonly busy = new Set<string>();
+  /** Resources waiting for one of the MAX_RUNNING intakes: thousands applied at once do not become thousands of transactions. */
+  private readonly waiting = new Map<string, ResourceRef>();
+  private static readonly MAX_RUNNING = 8;
 
   constructor(o: CommandIntakeOptions) {
     this.o = o;
   }
 
-  /** Takes the resource in, once; a failure that is not the resource's own is logged and tried at the next resync. */
+  /**
+   * Takes the resource in, once, at most MAX_RUNNING at a time; a failure that is not the resource's own
+   * is logged and tried again at the next resync.
+   */
   takeIn(ref: ResourceRef): void {
-    void this.takeInNow(ref);
+    if (this.busy.has(ref.uid)) return;
+    this.waiting.set(ref.uid, ref);
+    this.next();
+  }
+
+  private next(): void {
+    for (const [uid, ref] of this.waiting) {
+      if (this.busy.size >= CommandIntake.MAX_RUNNING) return;
+      this.waiting.delete(uid);
+      void this.takeInNow(ref).finally(() => this.next());
+    }
   }
 
   /** takeIn, resolving when done (tests). */
@@ -145,9 +161,11 @@ export class CommandIntake {
         if (!isUniqueViolation(err)) throw err; // else: taken in by another intake meanwhile
       }
       if (!stored) return;
-      // Written before the reconciler hears of it, so `kubectl get` shows it QUEUED (or ended at submit)
-      // first, and a resync sees it taken in.
-      await this.o.resources.patchStatus(ref, statusOf(stored, [], clock(), generation));
+      // Written before this intake kicks the reconciler, so `kubectl get` shows it QUEUED (or ended at
+      // submit) first and a resync sees it taken in; read again, as a pass for another command may have
+      // started it already. Only to this very object (its uid).
+      const now = (await this.o.commands.findById(ref.uid)) ?? stored;
+      await this.o.resources.patchStatus(ref, statusOf(now, [], clock(), generation));
       this.o.logger.info(
         { command_id: ref.uid, namespace: ref.namespace, name: ref.name, account_id: caller.account.id },
         'took in an FfmpegCommand',

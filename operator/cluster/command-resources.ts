@@ -210,6 +210,8 @@ export class CommandResources {
       const row = await commands.findById(command.id);
       const obj = await this.read(resourceOfRow(row ?? { id: command.id, resourceNamespace: null, resourceName: null }, this.namespace));
       if (!obj) return 'deleted';
+      // Taken in from a resource that was deleted, and another made under its name since.
+      if (row?.resourceNamespace && obj.metadata?.uid !== command.id) return 'deleted';
       if (obj.metadata?.uid && !row?.resourceNamespace) this.uidsAheadOfWatch.set(command.id, obj.metadata.uid);
       return 'present';
     }
@@ -222,10 +224,14 @@ export class CommandResources {
     return 'created';
   }
 
-  /** Writes a resource's status (a merge patch through /status). */
-  async patchStatus(ref: Pick<ResourceRef, 'namespace' | 'name'>, status: FfmpegCommandStatus): Promise<void> {
+  /**
+   * Writes a resource's status (a merge patch through /status). With the resource's uid, only to that
+   * very object: one deleted and made again under the same name (a new uid) answers 409 and is not written.
+   */
+  async patchStatus(ref: Pick<ResourceRef, 'namespace' | 'name'> & { uid?: string }, status: FfmpegCommandStatus): Promise<void> {
+    const body = ref.uid ? { metadata: { uid: ref.uid }, status } : { status };
     await this.api.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, namespace: ref.namespace, plural: PLURAL, name: ref.name, body: { status } },
+      { group: GROUP, version: VERSION, namespace: ref.namespace, plural: PLURAL, name: ref.name, body },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
   }
@@ -260,8 +266,9 @@ export class CommandResources {
       await this.mirrorNow(commandId);
     })().catch((err) => {
       this.pendingStatus.delete(commandId);
-      if ((err as { code?: number }).code !== 404)
-        this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'status mirror failed');
+      // 404: the resource is gone; 409: another object has its name now. Neither is this command's.
+      const code = (err as { code?: number }).code;
+      if (code !== 404 && code !== 409) this.logger.warn({ command_id: commandId, err: (err as Error).message }, 'status mirror failed');
     });
     this.pendingStatus.set(commandId, work);
   }
@@ -272,7 +279,9 @@ export class CommandResources {
     const ref = this.refs.get(commandId);
     if (ref?.legacySpec) await this.writeLegacySpec(ref, command);
     const status = statusOf(command, await this.source.outputs(commandId), new Date(), ref?.generation);
-    await this.patchStatus(resourceOfRow(command, this.namespace), status);
+    // A command taken in from a resource is that resource's uid: a new object of the same name is not its.
+    const uid = command.resourceNamespace ? command.id : undefined;
+    await this.patchStatus({ ...resourceOfRow(command, this.namespace), uid }, status);
   }
 
   /**

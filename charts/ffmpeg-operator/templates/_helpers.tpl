@@ -240,13 +240,14 @@ without repeats: ["*"] stays as it is.
 
 {{/* What the operator does to FfmpegCommands in a watched namespace other than its own. */}}
 {{- define "ffmpeg-operator.watchedCommandRules" -}}
-# Take commands in and patch their metadata (finalizer); their Jobs run in the release namespace.
+# Take commands in (read them) and write their status (merge patches); nothing else of theirs is
+# written there: their Jobs run in the release namespace.
 - apiGroups: [ffmpeg-operator.dev]
   resources: [ffmpegcommands]
-  verbs: [get, list, watch, patch]
+  verbs: [get, list, watch]
 - apiGroups: [ffmpeg-operator.dev]
   resources: [ffmpegcommands/status]
-  verbs: [get, patch, update]
+  verbs: [get, patch]
 # Events on those commands (Queued, Refused, Started, ...), through either events API.
 - apiGroups: ["", events.k8s.io]
   resources: [events]
