@@ -286,6 +286,21 @@ describe('FfmpegCommands made with kubectl', () => {
     assert.equal((await read(TEAM, 'remade')).status!.commandId, again.metadata!.uid);
   });
 
+  test('deleted while no operator ran: the next one finds it gone and cancels its command', async () => {
+    await create(TEAM, 'orphaned', {
+      command: '-re -f lavfi -i testsrc=size=32x32:rate=5 -c:v libx264 -preset ultrafast {{out_1}}',
+      outputFiles: { out_1: 'o.mp4' },
+      vcpuCount: 1,
+    });
+    const running = await until(TEAM, 'orphaned', (o) => o.status?.stage === 'FFMPEG_PROCESSING', 60_000);
+    await svc.operator.stop();
+    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: TEAM, plural: PLURAL, name: 'orphaned' });
+    svc.operator = await svc.startOperator(`operator-${Date.now()}`);
+    await svc.operator.leading;
+    const { record } = await svc.client(teamKey).waitForEnd(running.status!.commandId!, 60_000);
+    assert.equal(record.error_status, 'CANCELLED');
+  });
+
   test('taken in once: an operator restart takes in nothing twice', async () => {
     await create(TEAM, 'once', {
       command: '-f lavfi -i testsrc=size=32x32:duration=0.5 -c:v libx264 -preset ultrafast {{out_1}}',
