@@ -91,7 +91,7 @@ const RESERVED = new Set(RESERVED_KEYS);
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Strings the database cannot store (NUL, unpaired surrogates) and reserved keys: 422, not a 500. */
-export function checkJsonValues(value: unknown, loc: (string | number)[]): void {
+function checkJsonValues(value: unknown, loc: (string | number)[]): void {
   if (typeof value === 'string') {
     if (value.includes('\u0000') || LONE_SURROGATE.test(value)) {
       throw invalid(loc, 'Input should be a valid string: NUL characters and unpaired surrogates are not allowed', 'string_unicode');
