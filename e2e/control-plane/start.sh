@@ -310,27 +310,54 @@ write_env() {
 write_env
 wait_for "kube-apiserver /readyz" "$KUBECTL" --kubeconfig="$STATE/admin.kubeconfig" get --raw /readyz
 
-launch kube-controller-manager "$KCM" \
-  --bind-address="$HOST" \
-  --secure-port="$KCM_PORT" \
-  --cert-dir="$STATE/kcm-certs" \
-  --tls-cert-file="$PKI/controller-manager-serving.crt" \
-  --tls-private-key-file="$PKI/controller-manager-serving.key" \
-  --kubeconfig="$STATE/controller-manager.kubeconfig" \
-  --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" \
-  --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
-  --controllers='*' \
-  --use-service-account-credentials=true \
-  --root-ca-file="$PKI/ca.crt" \
-  --service-account-private-key-file="$PKI/sa.key" \
-  --cluster-signing-cert-file="$PKI/ca.crt" \
-  --cluster-signing-key-file="$PKI/ca.key" \
-  --service-cluster-ip-range="$SERVICE_CIDR" \
-  --leader-elect=false \
-  --profiling=false
-write_env
-wait_for "kube-controller-manager /healthz" "$KUBECTL" --kubeconfig="$STATE/admin.kubeconfig" \
-  --server="https://$HOST:$KCM_PORT" get --raw /healthz
+launch_kcm() {
+  launch kube-controller-manager "$KCM" \
+    --bind-address="$HOST" \
+    --secure-port="$KCM_PORT" \
+    --cert-dir="$STATE/kcm-certs" \
+    --tls-cert-file="$PKI/controller-manager-serving.crt" \
+    --tls-private-key-file="$PKI/controller-manager-serving.key" \
+    --kubeconfig="$STATE/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$STATE/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
+    --controllers='*' \
+    --use-service-account-credentials=true \
+    --root-ca-file="$PKI/ca.crt" \
+    --service-account-private-key-file="$PKI/sa.key" \
+    --cluster-signing-cert-file="$PKI/ca.crt" \
+    --cluster-signing-key-file="$PKI/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --leader-elect=false \
+    --profiling=false
+  write_env
+}
+
+# The controller manager binds its port last, seconds after the ports were picked: another process
+# (another test's control plane picking at the same moment) may have taken it since. Then it starts
+# again on a new free port, up to 5 times, instead of failing the whole start.
+launch_kcm
+for ((kcm_starts = 1; ; kcm_starts++)); do
+  kcm_pid="$(cat "$PIDS/kube-controller-manager.pid")"
+  kcm_deadline=$((SECONDS + ${FFOP_KCP_START_TIMEOUT:-180}))
+  until [[ "$("$KUBECTL" --kubeconfig="$STATE/admin.kubeconfig" --server="https://$HOST:$KCM_PORT" get --raw /healthz 2>/dev/null || true)" == "ok" ]]; do
+    kill -0 "$kcm_pid" 2>/dev/null || break
+    ((SECONDS < kcm_deadline)) || fail_start "timed out waiting for kube-controller-manager /healthz"
+    sleep 0.2
+  done
+  kill -0 "$kcm_pid" 2>/dev/null && break
+  if ((kcm_starts < 5)) && grep -q "address already in use" "$LOGS/kube-controller-manager.log"; then
+    log "kube-controller-manager: port $KCM_PORT was taken meanwhile; starting it again on another"
+    mv "$LOGS/kube-controller-manager.log" "$LOGS/kube-controller-manager.$kcm_starts.log"
+    unset 'STARTED[-1]'
+    KCM_PORT="$(free_port)"
+    printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\nKCM_PORT=%s\n' \
+      "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" >"$STATE/ports"
+    launch_kcm
+    continue
+  fi
+  fail_start "kube-controller-manager exited early"
+done
+all_alive
 
 if [[ -n "${FFOP_KCP_OWNER_PID:-}" ]]; then
   # Stops the cluster when its owner dies without calling stop.sh (a crashed test run).
