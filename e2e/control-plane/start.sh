@@ -89,25 +89,28 @@ free_port() {
   die "found no free port"
 }
 
-# Ports are kept in the state dir so a restarted cluster keeps its URLs (and etcd its peer URL).
-if [[ -f "$STATE/ports" ]]; then
-  # shellcheck disable=SC1091
-  source "$STATE/ports"
-fi
-ETCD_PORT="${FFOP_KCP_ETCD_PORT:-${ETCD_PORT:-}}"
-ETCD_PEER_PORT="${FFOP_KCP_ETCD_PEER_PORT:-${ETCD_PEER_PORT:-}}"
-APISERVER_PORT="${FFOP_KCP_APISERVER_PORT:-${APISERVER_PORT:-}}"
-KCM_PORT="${FFOP_KCP_KCM_PORT:-${KCM_PORT:-}}"
-for name in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT; do
-  if [[ -z "${!name}" ]]; then
-    printf -v "$name" '%s' "$(free_port)"
-  else
-    CHOSEN_PORTS+="${!name} "
+# Ports are kept in the state dir so a restarted cluster keeps its URLs (and etcd its peer URL). Picked
+# after the certificates are made, just before etcd starts, so another process has little time to
+# take one meanwhile (the controller manager, which binds last, starts again if that happens).
+pick_ports() {
+  if [[ -f "$STATE/ports" ]]; then
+    # shellcheck disable=SC1091
+    source "$STATE/ports"
   fi
-  port_in_use "${!name}" && die "port ${!name} ($name) is already in use"
-done
-printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\nKCM_PORT=%s\n' \
-  "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" >"$STATE/ports"
+  ETCD_PORT="${FFOP_KCP_ETCD_PORT:-${ETCD_PORT:-}}"
+  ETCD_PEER_PORT="${FFOP_KCP_ETCD_PEER_PORT:-${ETCD_PEER_PORT:-}}"
+  APISERVER_PORT="${FFOP_KCP_APISERVER_PORT:-${APISERVER_PORT:-}}"
+  KCM_PORT="${FFOP_KCP_KCM_PORT:-${KCM_PORT:-}}"
+  local name
+  for name in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT; do
+    # free_port runs in a subshell: what it chose is noted here, so no two of these are the same.
+    [[ -n "${!name}" ]] || printf -v "$name" '%s' "$(free_port)"
+    CHOSEN_PORTS+="${!name} "
+    port_in_use "${!name}" && die "port ${!name} ($name) is already in use"
+  done
+  printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\nKCM_PORT=%s\n' \
+    "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" >"$STATE/ports"
+}
 
 # ---------- certificates ----------
 
@@ -237,6 +240,7 @@ wait_for() {
 
 begin=$SECONDS
 make_pki
+pick_ports
 write_kubeconfig "$STATE/admin.kubeconfig" ffop-admin "$PKI/admin.crt" "$PKI/admin.key"
 write_kubeconfig "$STATE/controller-manager.kubeconfig" system:kube-controller-manager \
   "$PKI/controller-manager.crt" "$PKI/controller-manager.key"
@@ -350,6 +354,7 @@ for ((kcm_starts = 1; ; kcm_starts++)); do
     mv "$LOGS/kube-controller-manager.log" "$LOGS/kube-controller-manager.$kcm_starts.log"
     unset 'STARTED[-1]'
     KCM_PORT="$(free_port)"
+    CHOSEN_PORTS+="$KCM_PORT "
     printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\nKCM_PORT=%s\n' \
       "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" >"$STATE/ports"
     launch_kcm
