@@ -119,7 +119,7 @@ export class CommandResources {
     return keepInformer<FfmpegCommandObject>(
       this.kc,
       path,
-      pagedList(page as never, keepIdentityAndIntake),
+      pagedList(page, keepIdentityAndIntake),
       undefined,
       this.logger,
       keepIdentityAndIntake,
