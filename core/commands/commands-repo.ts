@@ -83,6 +83,13 @@ export interface QueuedCommand {
   resourceCreatedAt: Date | null;
 }
 
+/** Rows with the same key set the same columns and can be stored in one statement (CommandsRepo.insertMany). */
+export function sameColumnsKey(row: NewCommandRow): string {
+  return Object.keys(COMMAND_COLUMNS)
+    .map((key) => (row[key as keyof NewCommandRow] === undefined ? '0' : '1'))
+    .join('');
+}
+
 /** What an item of the commands list shows: the command, with its outputs' count and live bytes. */
 export interface CommandListRow extends Pick<
   CommandRow,
@@ -133,38 +140,57 @@ export class CommandsRepo {
    * says what the account uses.
    */
   async insert(row: NewCommandRow, quotas?: NewCommandQuotas): Promise<CommandRow> {
-    const leftOut = Object.entries(COMMAND_COLUMNS).filter(([key]) => row[key as keyof NewCommandRow] === undefined);
+    const [stored] = await this.insertMany([row], quotas);
+    return stored;
+  }
+
+  /**
+   * Stores new commands of one account in one statement (submits that arrived together,
+   * insert-batcher.ts), in the order given; all or none. Every row must leave out the same columns
+   * (sameColumnsKey): a column one row sets would otherwise be stored as null, not as its default,
+   * for another. With `quotas`, as insert: a new command adds nothing to what the quotas count, so the
+   * room the statement reads once decides for each of them as it would alone.
+   */
+  async insertMany(rows: NewCommandRow[], quotas?: NewCommandQuotas): Promise<CommandRow[]> {
+    const leftOut = Object.entries(COMMAND_COLUMNS).filter(([key]) => rows[0][key as keyof NewCommandRow] === undefined);
+    if (rows.some((row) => sameColumnsKey(row) !== sameColumnsKey(rows[0]))) {
+      throw new Error('commands stored together must leave out the same columns');
+    }
     const returning = sql.join([sql`id`, ...leftOut.map(([, column]) => sql.identifier(column.name))], sql`, `);
     // As the driver gives them (a raw statement): each column maps its own, as drizzle's reads do.
-    const filledIn = (stored: Record<string, unknown>): CommandRow => {
+    const filledIn = (row: NewCommandRow, stored: Record<string, unknown> | undefined): CommandRow => {
+      if (!stored) throw new Error(`command ${row.id} was not stored with the others`);
       const filled = leftOut.map(([key, column]) => [
         key,
         stored[column.name] === null ? null : column.mapFromDriverValue(stored[column.name]),
       ]);
       return { ...row, ...Object.fromEntries(filled) } as CommandRow;
     };
+    // The database may return inserted rows in any order: each is matched by its id.
+    const inOrder = (stored: Record<string, unknown>[]) => {
+      const byId = new Map(stored.map((r) => [r.id, r]));
+      return rows.map((row) => filledIn(row, byId.get(row.id)));
+    };
     if (!quotas) {
-      const [stored] = rowsOf<Record<string, unknown>>(
-        await this.db.execute(sql`${insertRowsWhere(commands, [row], sql`true`).statement} returning ${returning}`),
-      );
-      return filledIn(stored);
+      return inOrder(rowsOf(await this.db.execute(sql`${insertRowsWhere(commands, rows, sql`true`).statement} returning ${returning}`)));
     }
     // The quotas' rules decide in the statement (plan-rules.ts); a refusal is worded from their columns.
     const hasRoom = sql`(select processing_room and storage_room from room)`;
     const result = await this.db.execute(sql`
       with room as (select stored, processed, ${newCommandRoomSql(quotas)} from (${quotaUsageSql(quotas.accountId, quotas.month)}) usage),
-      inserted as (${insertRowsWhere(commands, [row], hasRoom).statement} returning ${returning})
+      inserted as (${insertRowsWhere(commands, rows, hasRoom).statement} returning ${returning})
       select room.stored, room.processed, room.processing_room, room.storage_room, inserted.* from room left join inserted on true`);
     type Outcome = { id: string | null; stored: number; processed: number; processing_room: boolean; storage_room: boolean };
-    const [outcome] = rowsOf<Record<string, unknown> & Outcome>(result);
-    if (outcome.id === null) {
+    const outcomes = rowsOf<Record<string, unknown> & Outcome>(result);
+    const [first] = outcomes;
+    if (first.id === null) {
       throw new QuotaUsedUp({
-        processingRoom: outcome.processing_room,
-        storageRoom: outcome.storage_room,
-        usage: { storedBytes: Number(outcome.stored), processedBytes: Number(outcome.processed) },
+        processingRoom: first.processing_room,
+        storageRoom: first.storage_room,
+        usage: { storedBytes: Number(first.stored), processedBytes: Number(first.processed) },
       });
     }
-    return filledIn(outcome);
+    return inOrder(outcomes);
   }
 
   /**

@@ -23,6 +23,9 @@ async function pollFixture() {
   const counted = new CommandsRepo(database.pollReads);
   const findWithOutputs = counted.findWithOutputs.bind(counted);
   counted.findWithOutputs = (id) => (loads++, findWithOutputs(id));
+  let statements = 0;
+  const insertMany = commands.insertMany.bind(commands);
+  commands.insertMany = (rows, quotas) => (statements++, insertMany(rows, quotas));
   const polls = await watchedPollCache(database, commands, { reads: counted });
   const accounts = new AccountsRepo(database.db);
   const owner = await newCaller(accounts, 'owner', 'pro');
@@ -57,6 +60,7 @@ async function pollFixture() {
     output,
     eventually,
     loads: () => loads,
+    insertStatements: () => statements,
     close: async () => {
       await polls.stop();
       await database.close();
@@ -134,3 +138,18 @@ test(
     }
   },
 );
+
+test('40 submits in one turn of the event loop are stored in one statement; each is served to its polls', async () => {
+  const f = await pollFixture();
+  try {
+    const quotas = { accountId: f.owner.account.id, month: '2026-11-01', storageQuotaBytes: 1e12, processingQuotaBytesPerMonth: 1e12 };
+    const rows = Array.from({ length: 40 }, () => testCommandRow(f.owner));
+    await Promise.all(rows.map((row) => f.polls.insert(row, quotas)));
+
+    assert.equal(f.insertStatements(), 1);
+    for (const row of rows) assert.equal((await f.polls.find(f.owner.account.id, row.id))?.row.status, 'QUEUED');
+    assert.equal(f.loads(), 0, 'served from what the submits stored');
+  } finally {
+    await f.close();
+  }
+});

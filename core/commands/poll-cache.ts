@@ -3,7 +3,8 @@
 // process it runs in (this one, the operator, another API replica), makes the database notify the
 // change on commit (triggers of migration 0004), and the cache forgets what the notification names.
 import type { Database } from '../db/database.ts';
-import { insertSubmitted } from './ended-at-submit.ts';
+import { endsAtSubmit, insertEndedAtSubmit } from './ended-at-submit.ts';
+import { InsertBatcher } from './insert-batcher.ts';
 import { CommandsRepo, type CommandWithOutputs, type NewCommandQuotas, type NewCommandRow } from './commands-repo.ts';
 
 export const COMMAND_CHANGED_CHANNEL = 'ffop_command_changed';
@@ -141,6 +142,7 @@ export interface WatchedPollCacheOptions extends PollCacheOptions {
 export async function watchedPollCache(database: Database, commands: CommandsRepo, o: WatchedPollCacheOptions = {}) {
   const cache = new PollCache(o);
   const reads = o.reads ?? new CommandsRepo(database.pollReads);
+  const batcher = new InsertBatcher((rows, quotas) => commands.insertMany(rows, quotas));
   const stop = await database.listen(
     COMMAND_CHANGED_CHANNEL,
     (id) => {
@@ -162,10 +164,13 @@ export async function watchedPollCache(database: Database, commands: CommandsRep
       const found = await cache.readMany(accountId, ids, (missing) => reads.findManyWithOutputs(missing));
       return found.filter((value) => value !== null);
     },
-    /** The submit path's write, within the account's quotas: the new command is kept for its polls. */
+    /**
+     * The submit path's write, within the account's quotas: the new command is kept for its polls.
+     * Submits that arrive together are stored in one statement (insert-batcher.ts).
+     */
     insert: (row: NewCommandRow, quotas: NewCommandQuotas) =>
       cache.created(row.id, async () => ({
-        row: await insertSubmitted(database.db, row, quotas),
+        row: endsAtSubmit(row) ? await insertEndedAtSubmit(database.db, row, quotas) : await batcher.insert(row, quotas),
         files: [],
       })),
     stop,
