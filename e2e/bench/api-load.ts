@@ -15,9 +15,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
+import { ApiClient, freePort, startServiceProcess } from '../harness.ts';
 import { procStatusKiB, quantile, reportRow } from './stats.ts';
 import { KeepAliveClient } from './keep-alive-client.ts';
+import { unlimitedPlan } from './unlimited-plan.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -46,30 +47,6 @@ async function wrk(url: string, connections: number, key: string): Promise<WrkRe
 
 function rssMiB(pid: number): Promise<number> {
   return procStatusKiB(pid, 'VmRSS').then(([kib]) => kib / 1024);
-}
-
-/** A plan whose limits do not bind, for the default account (through the service's admin socket). */
-async function unlimitedPlan(svc: ServiceProcess): Promise<void> {
-  const cli = (args: string[]) =>
-    run(process.execPath, ['--import', 'tsx', 'api/cli/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...svc.env } });
-  await cli([
-    'plans',
-    'create',
-    'bench',
-    '--max-vcpus',
-    '1000000',
-    '--max-run-seconds',
-    '3600',
-    '--requests-per-minute',
-    '100000000',
-    '--storage-quota-gb',
-    '1000000',
-    '--processing-quota-gb',
-    '1000000',
-    '--private-files',
-    'no',
-  ]);
-  await cli(['accounts', 'set-plan', 'default', 'bench']);
 }
 
 async function bareHono(body: unknown): Promise<{ url: string; close(): void }> {

@@ -77,7 +77,7 @@ try {
     service: `${ms.toFixed(0)} ms`,
     baseline: `${md.toFixed(0)} ms (ffmpeg + ffprobe directly)`,
     ratio: `+${(ms - md).toFixed(0)} ms`,
-    goal: '<= +150 ms',
+    goal: '<= +40 ms',
   });
 } finally {
   await svc.close();
