@@ -258,23 +258,26 @@ export class Reconciler {
     const largestStepVcpus = (o.sweep ? backend.maxStepVcpus?.() : null) ?? null;
     if (largestStepVcpus !== null)
       for (const command of await commands.queuedAbove(largestStepVcpus)) await this.reconcileCommand(command, { largestStepVcpus });
-    let running = await commands.processing();
-    const lost = running.filter((command) => !jobExists(command));
-    for (const command of lost) await this.reconcileCommand(command, { jobExists: false });
-    if (lost.length > 0) running = await commands.processing();
     const capacity = backend.capacityVcpus;
     const gate = backend.releaseGate;
-    // While the shared capacity is taken (or the cluster shows no room) nothing can start: a pass then
-    // costs one small read, however long the queue.
+    // The database prefilters the queue by each account's plan; every candidate uses at least one
+    // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
+    const passSize = () =>
+      capacity === null ? Math.max(0, Math.min(UNLIMITED_PASS_SIZE, gate ? gate.releasable() : Infinity)) : capacity + 1;
+    // What runs and what may start, read together (one statement); read again when a rule changed either.
+    let limit = passSize();
+    let { running, admissible: candidates } = await commands.runningAndAdmissible(limit);
+    const lost = running.filter((command) => !jobExists(command));
+    for (const command of lost) await this.reconcileCommand(command, { jobExists: false });
+    if (lost.length > 0) ({ running, admissible: candidates } = await commands.runningAndAdmissible((limit = passSize())));
+    // While the shared capacity is taken (or the cluster shows no room) nothing can start.
     const releasable = gate ? gate.releasable() : Infinity;
     this.capacityFull = (capacity !== null && capacityTaken(running, capacity)) || releasable <= 0;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const command of o.sweep ? await commands.overPlan() : []) await this.reconcileCommand(command, {});
-    // The database prefilters the queue by each account's plan; every candidate uses at least one
-    // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
-    const limit = capacity === null ? Math.min(UNLIMITED_PASS_SIZE, releasable) : capacity + 1;
-    const candidates = await commands.admissible(limit);
+    const overPlan = o.sweep ? await commands.overPlan() : [];
+    for (const command of overPlan) await this.reconcileCommand(command, {});
+    if (overPlan.length > 0) candidates = await commands.admissible(limit);
     if (candidates.length === 0) return;
     const admitted =
       capacity === null && gate?.maxVcpus != null
