@@ -273,10 +273,11 @@ export class CommandsRepo {
 
   /**
    * What a reconcile pass reads, in one statement instead of two: the PROCESSING commands (oldest
-   * first, as admission sees them) and the admissible ones (as admissible(limit) reads them). On PGlite each
+   * first, as admission sees them) and the admissible ones (as admissible(limit) reads them); and
+   * how many commands are QUEUED (admissible or not), not counting those waiting in a cluster's queue. On PGlite each
    * statement costs the service milliseconds of CPU, and a pass runs after every change.
    */
-  async runningAndAdmissible(limit: number): Promise<{ running: ProcessingCommand[]; admissible: QueuedCommand[] }> {
+  async runningAndAdmissible(limit: number): Promise<{ running: ProcessingCommand[]; admissible: QueuedCommand[]; queued: number }> {
     const result = await this.db.execute(sql`
       select
         coalesce((select json_agg(r order by r.seq) from (
@@ -284,9 +285,14 @@ export class CommandsRepo {
                  ffmpeg_seconds, processed_bytes, resource_created_at, seq,
                  coalesce(processing_stage = ${ProcessingStage.UPLOADING} and current_step = jsonb_array_length(steps) - 1, false) as finishing
           from commands where status = ${CommandStatus.PROCESSING}) r), '[]'::json) as running,
-        coalesce((select json_agg(a order by a.turn) from (${admissibleSql(limit)}) a), '[]'::json) as admissible`);
-    const [row] = rowsOf<{ running: unknown; admissible: unknown }>(result);
-    return { running: runningCommandsOf(parsedJson(row.running)), admissible: queuedCommandsOf(parsedJson(row.admissible)) };
+        coalesce((select json_agg(a order by a.turn) from (${admissibleSql(limit)}) a), '[]'::json) as admissible,
+        (select count(*)::int from commands where status = ${CommandStatus.QUEUED} and not in_cluster_queue) as queued`);
+    const [row] = rowsOf<{ running: unknown; admissible: unknown; queued: number }>(result);
+    return {
+      running: runningCommandsOf(parsedJson(row.running)),
+      admissible: queuedCommandsOf(parsedJson(row.admissible)),
+      queued: Number(row.queued),
+    };
   }
 
   /** QUEUED commands asking more vCPUs than their account's plan allows now (the plan was lowered). */
