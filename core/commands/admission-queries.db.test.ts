@@ -94,3 +94,44 @@ test('overPlan: commands asking more than the plan allows now, hidden from admis
     await f.database.close();
   }
 });
+
+test('runningAndAdmissible: what runs (oldest first, with every field a pass reads), admissible(limit) and how many wait, in one read', async () => {
+  const f = await queueFixture();
+  try {
+    assert.deepEqual(await f.commands.runningAndAdmissible(3), { running: [], admissible: [], queued: 0 });
+    const r1 = await f.submit(f.a, 'a-running', 3, CommandStatus.PROCESSING);
+    await f.submit(f.a, 'a1', 2); // 3 + 2 > 4: hides a2
+    await f.submit(f.a, 'a2', 1);
+    await f.submit(f.b, 'b1', 1);
+    await f.submit(f.b, 'b2', 2);
+    await f.submit(f.b, 'b3', 1);
+    const r2 = await f.submit(f.b, 'b-running', 1, CommandStatus.PROCESSING);
+    await f.commands.update(r2, { processingStage: 'UPLOADING', ffmpegSeconds: 1.5, processedBytes: 2 ** 40, stepRetries: 1 });
+    const inClusterQueue = await f.submit(f.a, 'a-in-cluster-queue', 1); // counts against A's plan, not as queued
+    await f.commands.update(inClusterQueue, { inClusterQueue: true });
+    await f.commands.update(r1, { resourceCreatedAt: new Date('2026-01-02T03:04:05.678Z') });
+    const read = await f.commands.runningAndAdmissible(2);
+    assert.deepEqual(read.admissible, await f.commands.admissible(2));
+    assert.deepEqual(f.names(read.admissible), ['b1', 'b2']);
+    assert.equal(read.queued, 5, 'a1, a2, b1, b2, b3');
+    const row = async (id: string) => (await f.commands.findById(id))!;
+    const fields = (c: Awaited<ReturnType<typeof row>>, finishing: boolean) => ({
+      id: c.id,
+      accountId: c.accountId,
+      status: c.status,
+      vcpuCount: c.vcpuCount,
+      currentStep: c.currentStep,
+      attempt: c.attempt,
+      stepRetries: c.stepRetries,
+      inClusterQueue: c.inClusterQueue,
+      ffmpegSeconds: c.ffmpegSeconds,
+      processedBytes: c.processedBytes,
+      resourceCreatedAt: c.resourceCreatedAt,
+      finishing,
+    });
+    // The one-step b-running is past ffmpeg: it is finishing.
+    assert.deepEqual(read.running, [fields(await row(r1), false), fields(await row(r2), true)]);
+  } finally {
+    await f.database.close();
+  }
+});

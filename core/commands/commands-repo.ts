@@ -245,11 +245,6 @@ export class CommandsRepo {
     return this.activeWith([CommandStatus.QUEUED, CommandStatus.PROCESSING]);
   }
 
-  /** PROCESSING commands: what runs now. */
-  async processing(): Promise<ProcessingCommand[]> {
-    return this.activeWith([CommandStatus.PROCESSING]);
-  }
-
   /** QUEUED commands (not yet handed to a cluster queue) that ask more than `vcpus`. */
   async queuedAbove(vcpus: number): Promise<ActiveCommand[]> {
     return this.activeWith([CommandStatus.QUEUED], and(eq(commands.inClusterQueue, false), gt(commands.vcpuCount, vcpus)));
@@ -299,21 +294,31 @@ export class CommandsRepo {
    * database walks the queue, so a pass reads only the rows it may start, however long the queue.
    */
   async admissible(limit: number): Promise<QueuedCommand[]> {
+    return queuedCommandsOf(await this.db.execute(admissibleSql(limit)));
+  }
+
+  /**
+   * What a reconcile pass reads, in one statement instead of two: the PROCESSING commands (oldest
+   * first, as admission sees them) and the admissible ones (as admissible(limit) reads them); and
+   * how many commands are QUEUED (admissible or not), not counting those waiting in a cluster's queue. On PGlite each
+   * statement costs the service milliseconds of CPU, and a pass runs after every change.
+   */
+  async runningAndAdmissible(limit: number): Promise<{ running: ProcessingCommand[]; admissible: QueuedCommand[]; queued: number }> {
     const result = await this.db.execute(sql`
-      with running as (
-        select account_id, sum(vcpu_count) as used from commands
-        where status = ${CommandStatus.PROCESSING} or (status = ${CommandStatus.QUEUED} and in_cluster_queue)
-        group by account_id
-      ), queued as (
-        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, p.priority, c.resource_created_at,
-               sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
-        from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
-        where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue
-      )
-      select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at from queued q left join running r on r.account_id = q.account_id
-      where ${VCPUS.allowsSql(sql`q.cumulative + coalesce(r.used, 0)`, sql`q.max_vcpus`)}
-      order by q.priority desc, q.seq limit ${limit}`);
-    return queuedCommandsOf(result);
+      select
+        coalesce((select json_agg(r order by r.seq) from (
+          select id, account_id, status, vcpu_count, current_step, attempt, step_retries, in_cluster_queue,
+                 ffmpeg_seconds, processed_bytes, resource_created_at, seq,
+                 coalesce(processing_stage = ${ProcessingStage.UPLOADING} and current_step = jsonb_array_length(steps) - 1, false) as finishing
+          from commands where status = ${CommandStatus.PROCESSING}) r), '[]'::json) as running,
+        coalesce((select json_agg(a order by a.turn) from (${admissibleSql(limit)}) a), '[]'::json) as admissible,
+        (select count(*)::int from commands where status = ${CommandStatus.QUEUED} and not in_cluster_queue) as queued`);
+    const [row] = rowsOf<{ running: unknown; admissible: unknown; queued: number }>(result);
+    return {
+      running: runningCommandsOf(parsedJson(row.running)),
+      admissible: queuedCommandsOf(parsedJson(row.admissible)),
+      queued: Number(row.queued),
+    };
   }
 
   /** QUEUED commands asking more vCPUs than their account's plan allows now (the plan was lowered). */
@@ -470,6 +475,66 @@ function isRunning(step: RunningStep): SQL | undefined {
     eq(commands.currentStep, step.step),
     eq(commands.attempt, step.attempt),
   );
+}
+
+/**
+ * QUEUED commands that fit their account's plan next to what the account runs (see admissible), at
+ * most `limit`, in the order they start (`turn`).
+ */
+function admissibleSql(limit: number): SQL {
+  return sql`
+      with running as (
+        select account_id, sum(vcpu_count) as used from commands
+        where status = ${CommandStatus.PROCESSING} or (status = ${CommandStatus.QUEUED} and in_cluster_queue)
+        group by account_id
+      ), queued as (
+        select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, p.priority, c.resource_created_at,
+               sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
+        from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
+        where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue
+      )
+      select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at,
+             row_number() over (order by q.priority desc, q.seq) as turn
+      from queued q left join running r on r.account_id = q.account_id
+      where ${VCPUS.allowsSql(sql`q.cumulative + coalesce(r.used, 0)`, sql`q.max_vcpus`)}
+      order by q.priority desc, q.seq limit ${limit}`;
+}
+
+/** A json column: parsed by the driver (PGlite, postgres.js), or its text. */
+function parsedJson(value: unknown): unknown[] {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as unknown[];
+}
+
+/** The PROCESSING rows of runningAndAdmissible, as activeWith maps them. */
+function runningCommandsOf(rows: unknown[]): ProcessingCommand[] {
+  type Row = {
+    id: string;
+    account_id: string;
+    status: CommandStatus;
+    vcpu_count: number;
+    current_step: number;
+    attempt: number;
+    step_retries: number;
+    in_cluster_queue: boolean;
+    ffmpeg_seconds: number;
+    processed_bytes: number | string;
+    resource_created_at: string | null;
+    finishing: boolean;
+  };
+  return (rows as Row[]).map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    status: r.status,
+    vcpuCount: Number(r.vcpu_count),
+    currentStep: Number(r.current_step),
+    attempt: Number(r.attempt),
+    stepRetries: Number(r.step_retries),
+    inClusterQueue: r.in_cluster_queue,
+    ffmpegSeconds: Number(r.ffmpeg_seconds),
+    processedBytes: Number(r.processed_bytes),
+    resourceCreatedAt: r.resource_created_at === null ? null : new Date(r.resource_created_at),
+    finishing: r.finishing,
+  }));
 }
 
 function queuedCommandsOf(result: unknown): QueuedCommand[] {

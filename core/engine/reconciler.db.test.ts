@@ -183,8 +183,20 @@ async function reconcilerFixture(
   const now = new Date('2026-11-23T12:00:00Z');
   /** Commands whose state the reconciler said changed (cluster mode mirrors each into its resource). */
   const mirrored: string[] = [];
+  /** The reconciler's calls of CommandsRepo, by method: each is one statement. */
+  const statements = new Map<string, number>();
+  const countedCommands = new Proxy(commands, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        statements.set(String(key), (statements.get(String(key)) ?? 0) + 1);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
   const reconciler = new Reconciler({
-    commands,
+    commands: countedCommands,
     backend,
     storage: new LocalStorage({ root: join(dir, 'storage'), publicBaseUrl: 'http://127.0.0.1:9', signingKey: 'k'.repeat(32) }),
     logger: createLogger('silent'),
@@ -221,6 +233,7 @@ async function reconcilerFixture(
     now,
     mirrored,
     events,
+    statements,
     gate: backend.releaseGate,
     a: await caller('A'),
     b: await caller('B'),
@@ -310,6 +323,57 @@ test("a chain keeps its share between its steps: only the last step's upload fre
     f.backend.succeed(f.backend.lastFor(chain.id));
     f.backend.uploading(await f.backend.startedJob(chain.id, 1));
     await f.eventually(waiting, (row) => row.status === 'PROCESSING');
+  } finally {
+    await f.close();
+  }
+});
+
+test('one command at a time costs five statements: its pass reads once, then its start, its stage, its result; freed capacity with nothing queued makes no pass', async () => {
+  const f = await reconcilerFixture({ capacity: 2 });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const id = await f.submit(f.a, 1);
+      f.reconciler.submitted();
+      const job = await f.backend.startedJob(id, 0);
+      f.backend.uploading(job); // frees its share: nothing waits for it
+      await f.eventually(id, (r) => r.processingStage === ProcessingStage.UPLOADING);
+      f.backend.succeed(job);
+      await f.eventually(id, (r) => r.status === 'SUCCESS');
+    }
+    await f.reconciler.stop(); // waits for any pass asked for
+    assert.deepEqual(Object.fromEntries(f.statements), {
+      // the first pass also looks for cancels and for commands over a lowered plan
+      cancelRequested: 1,
+      overPlan: 1,
+      runningAndAdmissible: 3,
+      startQueued: 3,
+      recordStepState: 3,
+      findById: 3, // the result's command
+      completeStep: 3,
+    });
+  } finally {
+    await f.close();
+  }
+});
+
+test('freed capacity makes a pass while something is queued; with nothing queued none, and the next submit starts at once', async () => {
+  const f = await reconcilerFixture({ capacity: 1 });
+  try {
+    const first = await f.submit(f.a, 1);
+    f.reconciler.submitted();
+    const job = await f.backend.startedJob(first, 0);
+    const waiting = await f.submit(f.b, 1);
+    f.reconciler.submitted(); // its pass finds the capacity taken
+    f.backend.succeed(job);
+    await f.eventually(waiting, (r) => r.status === 'PROCESSING');
+    await f.reconciler.reconcileOnce(); // finds the capacity taken and nothing queued
+    f.backend.succeed(f.backend.lastFor(waiting)); // frees the capacity: no pass
+    await f.eventually(waiting, (r) => r.status === 'SUCCESS');
+    const third = await f.submit(f.a, 1);
+    f.reconciler.submitted();
+    await f.eventually(third, (r) => r.status === 'PROCESSING');
+    await f.reconciler.stop();
+    assert.equal(f.statements.get('runningAndAdmissible'), 5, "three submits' passes, the end of the first, the test's");
   } finally {
     await f.close();
   }
@@ -999,6 +1063,7 @@ test('queued commands of a plan of higher priority start first, then oldest firs
     await f.reconciler.reconcileOnce();
     const older = await f.submit(f.b, 1);
     const paid = await f.submit(gold, 1);
+    f.reconciler.submitted(); // as the API does: the pass finds the capacity taken and two waiting
     f.backend.succeed(f.backend.lastFor(running));
     await f.eventually(paid, (r) => r.status === 'PROCESSING');
     assert.equal((await f.commands.findById(older))!.status, 'QUEUED');

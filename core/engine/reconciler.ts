@@ -31,7 +31,7 @@ const PROGRESS_MIRROR_MS = 2000;
 const STEP_STATE_DELAY_MS = 250;
 
 /** What the reconciler needs: what its actions need (reconcile/command-actions.ts), and the following. */
-export interface ReconcilerOptions extends Omit<CommandActionsOptions, 'clock' | 'kick'> {
+export interface ReconcilerOptions extends Omit<CommandActionsOptions, 'clock' | 'freed'> {
   clock?: () => Date;
   /** Where runners' pieces of ffmpeg's log go (GET /v1/commands/{id}/log); none: they are dropped. */
   commandLogs?: CommandLogsRepo;
@@ -56,6 +56,12 @@ export class Reconciler {
   private stopped = false;
   /** The last pass found the shared capacity taken, and nothing has ended since. */
   private capacityFull = false;
+  /**
+   * QUEUED commands (not in a cluster's queue) as the last pass read them, less those it started;
+   * null once anything but freed capacity asked for a pass since. 0: a pass for freed capacity would
+   * find nothing to start (see capacityFreed).
+   */
+  private queuedSinceRead: number | null = null;
   /** Cancels may be waiting: the next pass reads them (the first pass always does). */
   private cancelsAsked = true;
   /** The resync is due: the next pass sweeps (see reconcileOnce). The first pass always does. */
@@ -71,7 +77,7 @@ export class Reconciler {
   constructor(o: ReconcilerOptions) {
     this.options = o;
     this.clock = o.clock ?? (() => new Date());
-    this.act = new CommandActions({ ...o, clock: this.clock, kick: () => this.kick() });
+    this.act = new CommandActions({ ...o, clock: this.clock, freed: () => this.capacityFreed() });
     this.results = {
       commands: o.commands,
       storage: o.storage,
@@ -176,7 +182,20 @@ export class Reconciler {
   /** Asks for a pass soon; many kicks before it runs make one pass. */
   kick(): void {
     this.capacityFull = false;
+    this.queuedSinceRead = null;
     this.passes.kick();
+  }
+
+  /**
+   * Capacity was freed (a step is past ffmpeg, a command ended): a pass, unless no command was left
+   * waiting at the last pass and nothing that could queue one came since (a submit, a requeue: any
+   * other kick makes its pass as before). On the embedded database a pass's read costs the service
+   * milliseconds of CPU; one command at a time then makes one pass instead of three. The resync
+   * still passes every resyncMs.
+   */
+  private capacityFreed(): void {
+    if (this.queuedSinceRead !== 0) return this.kick();
+    this.capacityFull = false; // a submit now makes its pass
   }
 
   private async pass(): Promise<void> {
@@ -258,23 +277,32 @@ export class Reconciler {
     const largestStepVcpus = (o.sweep ? backend.maxStepVcpus?.() : null) ?? null;
     if (largestStepVcpus !== null)
       for (const command of await commands.queuedAbove(largestStepVcpus)) await this.reconcileCommand(command, { largestStepVcpus });
-    let running = await commands.processing();
-    const lost = running.filter((command) => !jobExists(command));
-    for (const command of lost) await this.reconcileCommand(command, { jobExists: false });
-    if (lost.length > 0) running = await commands.processing();
     const capacity = backend.capacityVcpus;
     const gate = backend.releaseGate;
-    // While the shared capacity is taken (or the cluster shows no room) nothing can start: a pass then
-    // costs one small read, however long the queue.
+    // The database prefilters the queue by each account's plan; every candidate uses at least one
+    // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
+    const passSize = () =>
+      capacity === null ? Math.max(0, Math.min(UNLIMITED_PASS_SIZE, gate ? gate.releasable() : Infinity)) : capacity + 1;
+    // What runs and what may start, read together (one statement); read again when a rule changed either.
+    let limit = passSize();
+    let read = await commands.runningAndAdmissible(limit);
+    this.queuedSinceRead = read.queued; // a kick from now on clears it
+    const lost = read.running.filter((command) => !jobExists(command));
+    for (const command of lost) await this.reconcileCommand(command, { jobExists: false });
+    if (lost.length > 0) {
+      read = await commands.runningAndAdmissible((limit = passSize()));
+      this.queuedSinceRead = read.queued;
+    }
+    const running = read.running;
+    let candidates = read.admissible;
+    // While the shared capacity is taken (or the cluster shows no room) nothing can start.
     const releasable = gate ? gate.releasable() : Infinity;
     this.capacityFull = (capacity !== null && capacityTaken(running, capacity)) || releasable <= 0;
     if (this.capacityFull) return;
     // A plan lowered after submission: a command that can never fit would block its account forever.
-    for (const command of o.sweep ? await commands.overPlan() : []) await this.reconcileCommand(command, {});
-    // The database prefilters the queue by each account's plan; every candidate uses at least one
-    // vCPU of the shared capacity, so capacity + 1 rows are all a pass can start or stop at.
-    const limit = capacity === null ? Math.min(UNLIMITED_PASS_SIZE, releasable) : capacity + 1;
-    const candidates = await commands.admissible(limit);
+    const overPlan = o.sweep ? await commands.overPlan() : [];
+    for (const command of overPlan) await this.reconcileCommand(command, {});
+    if (overPlan.length > 0) candidates = await commands.admissible(limit);
     if (candidates.length === 0) return;
     const admitted =
       capacity === null && gate?.maxVcpus != null
@@ -288,6 +316,9 @@ export class Reconciler {
     for (const id of admitted) {
       const candidate = candidates.find((c) => c.id === id)!;
       await this.reconcileCommand(candidate, { admitted: true, resourceEnsured: ensured.has(id) });
+      // It waits no more: started, failed, handed to the cluster's queue, or not QUEUED any more
+      // (a command it could not start kicked, which cleared the count).
+      if (this.queuedSinceRead !== null) this.queuedSinceRead--;
     }
     // Without a shared capacity every candidate starts; more may wait behind this pass's batch.
     if (capacity === null && candidates.length === limit && admitted.length === limit) this.kick();
@@ -400,6 +431,7 @@ export class Reconciler {
   /** A released step's pod finds no room: back to the queue, at its place, with no job and so no deadline running. */
   private async requeue(ref: JobRef, reason: string): Promise<void> {
     if (!(await this.options.commands.requeue(ref, reason))) return;
+    this.queuedSinceRead = null; // it waits for the next freed capacity
     this.act.deleteFinishedJob(ref.name);
     this.log({ id: ref.commandId }).warn({ step: ref.step, attempt: ref.attempt, reason }, 'step sent back to the queue');
     this.options.onCommandEvent?.(ref.commandId, { reason: 'Requeued', message: `back in the queue: ${reason}`, warning: true });
@@ -428,7 +460,7 @@ export class Reconciler {
       this.options.onCommandChanged?.(ref.commandId);
       this.log({ id: ref.commandId }).info({ step: ref.step, stage: state.processingStage }, 'stage');
       // Past ffmpeg: if it was the last step, its share of the capacity is free (see admission.ts).
-      if (state.processingStage === ProcessingStage.UPLOADING) this.kick();
+      if (state.processingStage === ProcessingStage.UPLOADING) this.capacityFreed();
     } else if (this.options.onCommandChanged && this.progressMirror.allow(ref.commandId)) {
       // Progress alone: the mirror (cluster mode: a write to the FfmpegCommand's status) follows at most every PROGRESS_MIRROR_MS.
       this.options.onCommandChanged(ref.commandId);

@@ -40,8 +40,8 @@ export interface CommandActionsOptions {
   onCommandEvent?: (commandId: string, event: { reason: string; message: string; warning: boolean }) => void;
   /** Prometheus metrics: commands admitted and ended. */
   metrics?: EngineMetrics;
-  /** Asks for a pass: a command ended or moved on, and what it held is free. */
-  kick: () => void;
+  /** A command ended: what it held is free (a pass follows if something may wait for it). */
+  freed: () => void;
 }
 
 /** A step's result: the command's full row as read with it (the outputs are stored from it). */
@@ -231,7 +231,7 @@ export class CommandActions {
         message: `succeeded; ffmpeg ran ${ffmpegSeconds.toFixed(1)} s`,
         warning: false,
       });
-      this.o.kick(); // its vCPUs are free for the next queued command (of its account's plan, and of the capacity)
+      this.o.freed(); // its vCPUs are free for the next queued command (of its account's plan, and of the capacity)
       await this.recordEnd(command, CommandStatus.SUCCESS, null, ffmpegSeconds);
       return;
     }
@@ -276,7 +276,7 @@ export class CommandActions {
     this.o.onCommandChanged?.(command.id);
     this.log(command).warn({ error_status: errorStatus, error_message: errorMessage }, 'command failed');
     this.o.onCommandEvent?.(command.id, { reason: 'Failed', message: `${errorStatus}: ${errorMessage}`, warning: true });
-    this.o.kick();
+    this.o.freed();
     await this.recordEnd(command, CommandStatus.FAILED, errorStatus, command.ffmpegSeconds);
   }
 
