@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiClient, freePort, startServiceProcess } from '../harness.ts';
 import { procStatusKiB, quantile, reportRow } from './stats.ts';
-import { KeepAliveClient } from './keep-alive-client.ts';
+import { KeepAliveClient, submitFromClients } from './keep-alive-client.ts';
 import { unlimitedPlan } from './unlimited-plan.ts';
 
 const run = promisify(execFile);
@@ -132,20 +132,9 @@ try {
       await new Promise((r) => setTimeout(r, 20));
     }
   });
-  let next = 0;
   const t0 = performance.now();
   const clientCpu0 = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: 20 }, async () => {
-      while (next++ < 1000) {
-        const s0 = performance.now();
-        const res = await client.request('POST', '/v1/run-ffmpeg-command', body);
-        if (res.status !== 200) throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
-        ids.push(res.body.command_id);
-        submitMs.push(performance.now() - s0);
-      }
-    }),
-  );
+  await submitFromClients(client, body, { count: 1000, clients: 20, ids, submitMs });
   const burstSeconds = (performance.now() - t0) / 1000;
   const clientCpu = process.cpuUsage(clientCpu0);
   submitting = false;

@@ -41,3 +41,27 @@ export class KeepAliveClient {
     this.agent.destroy();
   }
 }
+
+/**
+ * `count` submits of `body` from `clients` clients at once, each sending its next as soon as the last is
+ * answered; the command ids and each submit's latency (ms) are appended as they come (a caller may read
+ * them meanwhile). Anything but 200 fails the run.
+ */
+export async function submitFromClients(
+  client: KeepAliveClient,
+  body: string,
+  o: { count: number; clients: number; ids: string[]; submitMs: number[] },
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: o.clients }, async () => {
+      while (next++ < o.count) {
+        const s0 = performance.now();
+        const res = await client.request('POST', '/v1/run-ffmpeg-command', body);
+        if (res.status !== 200) throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
+        o.ids.push(res.body.command_id);
+        o.submitMs.push(performance.now() - s0);
+      }
+    }),
+  );
+}

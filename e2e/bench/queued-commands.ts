@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, makeClip, startMediaServer, startServiceProcess } from '../harness.ts';
-import { KeepAliveClient } from './keep-alive-client.ts';
+import { KeepAliveClient, submitFromClients } from './keep-alive-client.ts';
 import { quantile, reportRow } from './stats.ts';
 import { unlimitedPlan } from './unlimited-plan.ts';
 
@@ -63,19 +63,7 @@ async function serviceAll(api: ApiClient, submitter: KeepAliveClient): Promise<{
   if (media) ids = await Promise.all(Array.from({ length: count }, () => api.submit(submission)));
   else {
     ids = [];
-    const body = JSON.stringify(submission);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: SUBMITTING_CLIENTS }, async () => {
-        while (next++ < count) {
-          const s0 = performance.now();
-          const res = await submitter.request('POST', '/v1/run-ffmpeg-command', body);
-          if (res.status !== 200) throw new Error(`submit answered ${res.status}: ${JSON.stringify(res.body)}`);
-          submitMs.push(performance.now() - s0);
-          ids.push(res.body.command_id);
-        }
-      }),
-    );
+    await submitFromClients(submitter, JSON.stringify(submission), { count, clients: SUBMITTING_CLIENTS, ids, submitMs });
   }
   // One list request every 100 ms tells the state of all of them, as a client watching a batch would
   // do (a poll per command would load the machine the baseline has to itself).
