@@ -82,6 +82,23 @@ test('admissible: at most the limit, oldest first', async () => {
   }
 });
 
+test("admissible: an account's long queue ahead of another's: each account's oldest that fit, then the limit", async () => {
+  const f = await queueFixture();
+  try {
+    for (let i = 1; i <= 30; i++) await f.submit(f.a, `a${i}`, 1);
+    await f.submit(f.b, 'b1', 3);
+    await f.submit(f.b, 'b2', 2); // 3 + 2 > 4: hides b3
+    await f.submit(f.b, 'b3', 1);
+    assert.deepEqual(f.names(await f.commands.admissible(100)), ['a1', 'a2', 'a3', 'a4', 'b1']);
+    assert.deepEqual(f.names(await f.commands.admissible(3)), ['a1', 'a2', 'a3']);
+    // Started ones leave the queue; the account's running vCPUs count against its next.
+    await f.commands.startQueued((await f.commands.admissible(1))[0].id, {}, new Date());
+    assert.deepEqual(f.names(await f.commands.admissible(100)), ['a2', 'a3', 'a4', 'b1']);
+  } finally {
+    await f.database.close();
+  }
+});
+
 test('overPlan: commands asking more than the plan allows now, hidden from admissible', async () => {
   const f = await queueFixture();
   try {

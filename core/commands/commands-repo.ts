@@ -482,16 +482,29 @@ function isRunning(step: RunningStep): SQL | undefined {
  * most `limit`, in the order they start (`turn`).
  */
 function admissibleSql(limit: number): SQL {
+  // An account's admissible commands are its oldest QUEUED ones, up to the first that does not fit
+  // (vCPUs only add up), and no more than `limit` are taken in all: so each waiting account's first
+  // `limit` are all that need ranking, whatever the queue's length. The accounts that wait are found
+  // one index probe each (a skip scan of commands_queued_account_idx), not by reading the queue.
+  const waitingHere = sql`c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue`;
   return sql`
-      with running as (
+      with recursive waiting(account_id) as (
+        (select c.account_id from commands c where ${waitingHere} order by c.account_id limit 1)
+        union all
+        select (select c.account_id from commands c where ${waitingHere} and c.account_id > w.account_id order by c.account_id limit 1)
+        from waiting w where w.account_id is not null
+      ), running as (
         select account_id, sum(vcpu_count) as used from commands
         where status = ${CommandStatus.PROCESSING} or (status = ${CommandStatus.QUEUED} and in_cluster_queue)
         group by account_id
       ), queued as (
         select c.id, c.account_id, c.seq, c.vcpu_count, p.max_vcpus, p.name as plan, p.priority, c.resource_created_at,
                sum(c.vcpu_count) over (partition by c.account_id order by c.seq) as cumulative
-        from commands c join accounts a on a.id = c.account_id join plans p on p.name = a.plan
-        where c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue
+        from waiting w join accounts a on a.id = w.account_id join plans p on p.name = a.plan
+        cross join lateral (
+          select c.id, c.account_id, c.seq, c.vcpu_count, c.resource_created_at from commands c
+          where ${waitingHere} and c.account_id = w.account_id order by c.seq limit ${limit}
+        ) c
       )
       select q.id, q.account_id, q.vcpu_count, q.max_vcpus, q.plan, q.resource_created_at,
              row_number() over (order by q.priority desc, q.seq) as turn

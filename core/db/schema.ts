@@ -165,6 +165,10 @@ export const commands = pgTable(
     index('commands_active_idx')
       .on(t.status, t.seq)
       .where(sql`${t.status} in ('QUEUED', 'PROCESSING')`),
+    // The admission read takes each account's oldest QUEUED commands (commands-repo.ts, admissibleSql).
+    index('commands_queued_account_idx')
+      .on(t.accountId, t.seq)
+      .where(sql`${t.status} = 'QUEUED' and not ${t.inClusterQueue}`),
     uniqueIndex('commands_retry_of_idx')
       .on(t.retryOf)
       .where(sql`${t.retryOf} is not null`),
