@@ -19,7 +19,7 @@ async function storageServer(answer: (req: IncomingMessage, res: ServerResponse)
     server.closeAllConnections();
     return new Promise((r) => server.close(r));
   };
-  return { url, close };
+  return { url, server, close };
 }
 
 async function withFile(bytes: number, body: (path: string) => Promise<void>): Promise<void> {
@@ -85,6 +85,48 @@ test('storage refusing before it reads the body: the status is the reason, not t
     await withFile(16 * 1024 * 1024, async (path) => {
       await assert.rejects(putFile(`${storage.url}/put/a`, path, options(16 * 1024 * 1024)), { message: 'storage answered HTTP 403' });
     });
+  } finally {
+    await storage.close();
+  }
+});
+
+test('storage refusing from the head, as S3 does a bad signature: no byte of the body goes, and its status is the reason', async () => {
+  let bodyBytes = 0;
+  let refused = 0;
+  const storage = await storageServer(() => assert.fail('a refused PUT reaches no handler'));
+  // S3 decides on a PUT's head before it asks for the body; a node server decides here.
+  storage.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    refused++;
+    req.on('data', (chunk: Buffer) => (bodyBytes += chunk.length));
+    res.writeHead(403, { connection: 'close' }).end('SignatureDoesNotMatch');
+  });
+  try {
+    await withFile(16 * 1024 * 1024, async (path) => {
+      // Sent at once, 16 MiB meets the closed connection often enough (EPIPE) to show in 10 tries.
+      for (let i = 0; i < 10; i++) {
+        await assert.rejects(putFile(`${storage.url}/put/a`, path, options(16 * 1024 * 1024)), { message: 'storage answered HTTP 403' });
+      }
+    });
+    assert.equal(refused, 10, 'a 4xx is not tried again');
+    assert.equal(bodyBytes, 0);
+  } finally {
+    await storage.close();
+  }
+});
+
+test('storage that never asks for the body (ignores Expect): the body goes after the wait', async () => {
+  let bytes = 0;
+  const storage = await storageServer(() => assert.fail('answered in checkContinue'));
+  // Takes the request without sending "100 Continue", then reads what comes.
+  storage.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    req.on('end', () => res.writeHead(200).end());
+  });
+  try {
+    await withFile(2 * 1024 * 1024, async (path) => {
+      await putFile(`${storage.url}/put/a`, path, { ...options(2 * 1024 * 1024), continueWaitMs: 50 });
+    });
+    assert.equal(bytes, 2 * 1024 * 1024);
   } finally {
     await storage.close();
   }

@@ -23,6 +23,8 @@ export interface PutFileOptions {
   handoffDir?: string;
   /** Waits between tries; default UPLOAD_RETRY_DELAYS_MS. */
   retryDelaysMs?: readonly number[];
+  /** Default CONTINUE_WAIT_MS. */
+  continueWaitMs?: number;
 }
 
 /** An upload that storage answered 5xx, or that failed on the way (a reset, a refused connection), is tried again after these waits (3 tries in all). */
@@ -63,7 +65,14 @@ export async function putFile(url: string, path: string, o: PutFileOptions): Pro
       : { 'content-length': String(o.size) };
     // Each try streams the file (or names the hand-off file) afresh.
     await withRetries(
-      () => send(url, handoff ? Readable.from([]) : createReadStream(path), { ...headers, 'content-type': o.contentType }, o.signal),
+      () =>
+        send(
+          url,
+          handoff ? Readable.from([]) : createReadStream(path),
+          { ...headers, 'content-type': o.contentType },
+          o.signal,
+          o.continueWaitMs,
+        ),
       o.signal,
       o.retryDelaysMs ?? UPLOAD_RETRY_DELAYS_MS,
     );
@@ -85,25 +94,75 @@ async function moveToHandoff(path: string, handoffDir: string): Promise<{ name: 
   }
 }
 
-/** One PUT of `body`; resolves with the ETag storage answered (a part's, for a multipart upload), or null. */
-export async function send(url: string, body: Readable, headers: Record<string, string>, signal: AbortSignal): Promise<string | null> {
+/**
+ * How long a PUT with a body waits for storage's "100 Continue" before it sends the body anyway, for
+ * a server that ignores `Expect` (curl waits 1 s too).
+ */
+export const CONTINUE_WAIT_MS = 1_000;
+
+/**
+ * One PUT of `body`; resolves with the ETag storage answered (a part's, for a multipart upload), or null.
+ * A body goes only once storage asked for it (`Expect: 100-continue`): storage that refuses the PUT
+ * from its head (a bad or expired signature, no room, a part of the wrong size) answers before a byte
+ * of it is sent. Sent at once, the body would meet the connection storage closed with its answer, and
+ * the upload would fail with that cut (EPIPE, a reset: retried as a transfer error) instead of the
+ * status that says why.
+ */
+export async function send(
+  url: string,
+  body: Readable,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  continueWaitMs = CONTINUE_WAIT_MS,
+): Promise<string | null> {
   const target = new URL(url);
-  const request = (target.protocol === 'https:' ? https : http).request(target, { method: 'PUT', headers, signal });
+  const hasBody = headers['content-length'] !== '0';
+  const request = (target.protocol === 'https:' ? https : http).request(target, {
+    method: 'PUT',
+    headers: hasBody ? { ...headers, expect: '100-continue' } : headers,
+    signal,
+  });
   // on, not once: an error after the answer (the connection reset) must not go unhandled.
   const answered = new Promise<IncomingMessage>((resolve, reject) => {
     request.on('response', resolve);
     request.on('error', reject);
   });
-  const [, answer] = await Promise.allSettled([pipeline(body, request), answered]);
+  const sending = hasBody ? bodyWhenAsked(request, body, continueWaitMs) : pipeline(body, request).then(() => true);
+  const [sent, answer] = await Promise.allSettled([sending, answered]);
   if (answer.status === 'rejected') throw answer.reason;
   const response = answer.value;
   response.resume(); // the body says nothing we need; reading it frees the connection for the next PUT
+  // A request whose body never went is unfinished: its connection cannot carry another.
+  if (sent.status === 'fulfilled' && !sent.value) request.destroy();
   const status = response.statusCode ?? 0;
-  // Storage refusing early (a bad signature) may cut the upload short: its status is the better reason.
+  // Storage refusing early may also cut an upload short that already began: its status is the better reason.
   if (status < 200 || status > 299) throw new StorageAnswer(status);
   // A 2xx means storage has the whole body (it checks the declared length), whatever the request's own
   // end reported: a premature close, when storage closes the connection with its answer (an API pod
   // shutting down during a rollout), is no failure.
   const etag = response.headers.etag;
   return typeof etag === 'string' ? etag : null;
+}
+
+/**
+ * Streams `body` into `request` once storage sends "100 Continue" (or after `waitMs` without a word);
+ * resolves false, sending nothing, when storage answers first.
+ */
+function bodyWhenAsked(request: http.ClientRequest, body: Readable, waitMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve, reject) => {
+    let decided = false;
+    const decide = (send: boolean, error?: Error) => {
+      if (decided) return;
+      decided = true;
+      clearTimeout(timer);
+      if (send) return void pipeline(body, request).then(() => resolve(true), reject);
+      body.destroy(); // closes the file
+      if (error) reject(error);
+      else resolve(false);
+    };
+    const timer = setTimeout(() => decide(true), waitMs);
+    request.once('continue', () => decide(true));
+    request.once('response', () => decide(false));
+    request.once('error', (error) => decide(false, error));
+  });
 }

@@ -130,6 +130,41 @@ test('a part refused for good (403) fails the upload with its status and stops s
   }
 });
 
+test('a part refused from its head (an expired URL): its status is the reason, not the connection storage closed', async () => {
+  let refusedBodyBytes = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { etag: '"e"' }).end());
+  });
+  // As S3 does: the head of part 2 is refused before its body is asked for; the others are asked for it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (new URL(req.url!, 'http://x').searchParams.get('partNumber') !== '2') {
+      res.writeContinue();
+      return void server.emit('request', req, res);
+    }
+    req.on('data', (c: Buffer) => (refusedBodyBytes += c.length));
+    res.writeHead(403, { connection: 'close' }).end('AccessDenied');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const bytes = fileBytes(2 * 16 * MiB);
+  try {
+    await withFile(bytes, async (path) => {
+      for (let i = 0; i < 5; i++) {
+        await assert.rejects(
+          putParts(plan(url, 16 * MiB, 2), path, bytes.length, { signal: new AbortController().signal, concurrency: 1, retryDelaysMs: [] }),
+          (err: unknown) => err instanceof StorageAnswer && err.status === 403,
+        );
+      }
+    });
+    assert.equal(refusedBodyBytes, 0);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});
+
 test('a plan whose URLs do not fit the file is refused before anything is sent', async () => {
   const storage = await partServer();
   const bytes = fileBytes(3 * MiB);
