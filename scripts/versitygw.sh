@@ -25,9 +25,14 @@ build() {
   [ -x "$bin" ] && return 0
   command -v go >/dev/null 2>&1 || { echo "versitygw.sh: Go is needed to build versitygw" >&2; exit 1; }
   mkdir -p "$cache"
-  echo "versitygw.sh: building versitygw $version into $cache (first time only)" >&2
-  # pkg@version installs ignore any go.mod around; run from the cache so none is even looked at.
-  (cd "$cache" && GOBIN=$cache retry go install "github.com/versity/versitygw/cmd/versitygw@$version") >&2
+  # Starts side by side (test files with servers of their own) build it once: the others wait.
+  (
+    flock 9
+    [ -x "$bin" ] && exit 0
+    echo "versitygw.sh: building versitygw $version into $cache (first time only)" >&2
+    # pkg@version installs ignore any go.mod around; run from the cache so none is even looked at.
+    cd "$cache" && GOBIN=$cache retry go install "github.com/versity/versitygw/cmd/versitygw@$version"
+  ) 9>"$cache/.versitygw-build.lock" >&2
 }
 
 running() {

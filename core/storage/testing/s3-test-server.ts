@@ -1,7 +1,11 @@
 // A real S3 server for tests (versitygw, which checks SigV4 signatures). Uses FFOP_TEST_S3_ENDPOINT
 // (+ _REGION, _ACCESS_KEY, _SECRET_KEY) when set (scripts/test.sh starts one for the whole run);
-// otherwise starts versitygw through scripts/versitygw.sh and stops it afterwards if it started it.
+// otherwise starts a versitygw of its own through scripts/versitygw.sh and stops it afterwards.
 import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from 'minio';
@@ -37,20 +41,26 @@ function settingsFrom(env: Record<string, string | undefined>): S3Settings {
 
 export async function startS3Server(): Promise<S3Server> {
   if (process.env.FFOP_TEST_S3_ENDPOINT) return { settings: settingsFrom(process.env), stop: async () => {} };
-  const alreadyRunning = await run('bash', [SCRIPT, 'status']).then(
-    () => true,
-    () => false,
-  );
+  // A server of its own (port and folder), so that test files run side by side never share one: a
+  // shared one would be restarted with new keys by the next file's start, or stopped by the first to end.
+  const own = { ...process.env, FFOP_S3_PORT: String(await freePort()), FFOP_S3_DIR: await mkdtemp(join(tmpdir(), 'ffop-versitygw-')) };
   // The first start builds versitygw (Go module download + compile): allow it time.
-  const { stdout } = await run('bash', [SCRIPT, 'start'], { timeout: 20 * 60_000 });
+  const { stdout } = await run('bash', [SCRIPT, 'start'], { timeout: 20 * 60_000, env: own });
   const env: Record<string, string> = {};
   for (const match of stdout.matchAll(/^export (\w+)=(.*)$/gm)) env[match[1]] = match[2];
-  return {
-    settings: settingsFrom(env),
-    stop: async () => {
-      if (!alreadyRunning) await run('bash', [SCRIPT, 'stop']);
-    },
-  };
+  return { settings: settingsFrom(env), stop: () => run('bash', [SCRIPT, 'stop'], { env: own }).then(() => {}) };
+}
+
+/** A port free on loopback now (the server binds it a moment later). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 export function adminClient(s: S3Settings): Client {
