@@ -486,7 +486,9 @@ function admissibleSql(limit: number): SQL {
   // (vCPUs only add up), and no more than `limit` are taken in all: so each waiting account's first
   // `limit` are all that need ranking, whatever the queue's length. The accounts that wait are found
   // one index probe each (a skip scan of commands_queued_account_idx), not by reading the queue.
-  const waitingHere = sql`c.status = ${CommandStatus.QUEUED} and not c.in_cluster_queue`;
+  // The status is written as a literal, not a parameter: a plan made for any parameter (PostgreSQL's
+  // generic plans of prepared statements) could not use the partial index.
+  const waitingHere = sql`c.status = ${sql.raw(`'${CommandStatus.QUEUED}'`)} and not c.in_cluster_queue`;
   return sql`
       with recursive waiting(account_id) as (
         (select c.account_id from commands c where ${waitingHere} order by c.account_id limit 1)
