@@ -5,27 +5,21 @@ import { execFile, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/logger.ts';
+import { freePort } from '../core/net/testing/free-port.ts';
 import { createTestDatabaseUrl } from '../core/db/testing/test-database.ts';
 import { startEmbedded, type EmbeddedService, type EmbeddedTuning } from '../api/embedded/start-embedded.ts';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A port that was free a moment ago (for servers that must know their URL before they start). */
-export async function freePort(): Promise<number> {
-  const srv = createNetServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
+export { freePort };
 
 export interface MediaServer {
   url: string;

@@ -14,6 +14,7 @@ import { ErrorStatus } from '../commands/error-status.ts';
 import { createAddressPolicy } from './address-policy.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import { DownloadError, downloadToFile } from './download.ts';
+import { freePort } from './testing/free-port.ts';
 import { fileNameFromUrl, safeLocalName } from './file-name.ts';
 
 const run = promisify(execFile);
@@ -59,14 +60,6 @@ async function startServer(t: TestContext, handler: http.RequestListener): Promi
 function serveBody(_req: http.IncomingMessage, res: http.ServerResponse): void {
   res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': BODY.length });
   res.end(BODY);
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function expectDownloadError(promise: Promise<unknown>, status: ErrorStatus, message?: RegExp): Promise<DownloadError> {

@@ -3,12 +3,12 @@
 // otherwise starts a versitygw of its own through scripts/versitygw.sh and stops it afterwards.
 import { execFile } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from 'minio';
+import { freePort } from '../../net/testing/free-port.ts';
 
 const SCRIPT = fileURLToPath(new URL('../../../scripts/versitygw.sh', import.meta.url));
 const run = promisify(execFile);
@@ -49,18 +49,6 @@ export async function startS3Server(): Promise<S3Server> {
   const env: Record<string, string> = {};
   for (const match of stdout.matchAll(/^export (\w+)=(.*)$/gm)) env[match[1]] = match[2];
   return { settings: settingsFrom(env), stop: () => run('bash', [SCRIPT, 'stop'], { env: own }).then(() => {}) };
-}
-
-/** A port free on loopback now (the server binds it a moment later). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 export function adminClient(s: S3Settings): Client {
