@@ -3,8 +3,8 @@
 // program (seccompProgram) and lent this step a uid of its own (sandboxUid). In a pod, the runner
 // checks for itself. It never falls back to running ffmpeg unconfined unless told to.
 import { randomInt } from 'node:crypto';
-import { Unconfined, type Confinement } from '../core/confine/confinement.ts';
-import { isRoot, setUpConfinement } from '../core/confine/set-up.ts';
+import type { Confinement } from '../core/confine/confinement.ts';
+import { isRoot, setUpConfinement, setUpUnconfined } from '../core/confine/set-up.ts';
 import { DEFAULT_UID_BASE, DEFAULT_UID_COUNT } from '../core/confine/uid-pool.ts';
 import { POD_FALLBACK, RUNNER_ENV, type RunnerSettings } from '../core/jobs/runner-contract.ts';
 
@@ -24,6 +24,7 @@ type ConfinementSettings = Pick<
   | 'ffmpegPath'
   | 'bwrapPath'
   | 'confinement'
+  | 'startGate'
 >;
 
 export async function confinementFromEnv(
@@ -41,6 +42,8 @@ export async function confinementFromEnv(
       mountProc: settings.sandboxProc !== false,
       ffmpegPath: settings.ffmpegPath,
       bwrapPath: settings.bwrapPath,
+      startGate: settings.startGate,
+      log,
     });
     return { confinement, uid };
   } catch (err) {
@@ -49,7 +52,14 @@ export async function confinementFromEnv(
     if (settings.confinement !== POD_FALLBACK || isRoot()) throw err;
     const reason = (err as Error).message.split('. Install bubblewrap')[0];
     log(`${reason}; in this pod the pod is the boundary (${RUNNER_ENV.confinement}=${POD_FALLBACK})`);
-    return { confinement: new Unconfined('pod'), uid: undefined };
+    const pod = await setUpUnconfined('pod', {
+      unsafe: true,
+      cacheDir,
+      ffmpegPath: settings.ffmpegPath,
+      startGate: settings.startGate,
+      log,
+    });
+    return { confinement: pod, uid: undefined };
   }
 }
 

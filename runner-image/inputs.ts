@@ -21,18 +21,28 @@ export interface DownloadedInputs {
   archivePath: string | null;
 }
 
+/** Where each input will be (alias -> path relative to the working folder), known before any download. */
+export function inputPaths(spec: StepSpec): Map<string, string> {
+  return new Map(spec.inputs.map((input) => [input.alias, localPath(`input ${input.alias}`, input.url, input.alias)]));
+}
+
+/** `.in/<folder>/<safe name>`: the server chooses the folder, the URL only gives the name. */
+function localPath(label: string, url: string, folder: string): string {
+  const name = fileNameFromUrl(url);
+  if (!name)
+    throw new StepFailure(
+      ErrorStatus.INVALID_INPUT_FILE_NAME,
+      `${label}: the URL ${redact(url)} does not end in a file name (e.g. .../video.mp4)`,
+    );
+  return join(INPUT_DIR, folder, safeLocalName(name));
+}
+
 export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortSignal): Promise<DownloadedInputs> {
   const policy = createAddressPolicy(spec.download.allow);
   const paths = new Map<string, string>();
   let bytes = 0;
   const fetchOne = async (label: string, url: string, source: 'external' | 'storage', folder: string): Promise<string> => {
-    const name = fileNameFromUrl(url);
-    if (!name)
-      throw new StepFailure(
-        ErrorStatus.INVALID_INPUT_FILE_NAME,
-        `${label}: the URL ${redact(url)} does not end in a file name (e.g. .../video.mp4)`,
-      );
-    const relative = join(INPUT_DIR, folder, safeLocalName(name));
+    const relative = localPath(label, url, folder);
     await mkdir(join(dir, INPUT_DIR, folder), { recursive: true });
     try {
       const result = await downloadWithRetries(url, join(dir, relative), {

@@ -12,6 +12,17 @@ import { makeClip, startFileServer, stepSpec, zipBuffer, zipEntryNames, type Fil
 
 type Result = Extract<RunnerEvent, { type: 'result' }>;
 
+/**
+ * The processes this test process started that are still there, once the ones being stopped are gone
+ * (polled for a while). A step must leave none: not its ffmpeg, nor a start held for a later stage.
+ */
+async function processesLeft(): Promise<string[]> {
+  const list = async () =>
+    (await readFile(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8')).trim().split(/\s+/).filter(Boolean);
+  for (let i = 0; i < 500 && (await list()).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+  return Promise.all((await list()).map(async (pid) => `${pid} ${await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '?')}`));
+}
+
 /** Stands in for main.ts's stdout: keeps every event runStep emits, in order. */
 class RecordingReporter {
   readonly events: RunnerEvent[] = [];
@@ -64,8 +75,9 @@ describe('runStep', () => {
     } finally {
       if (uid !== undefined) uids?.release(uid);
     }
-    // Whatever happened, the step's working folder is gone.
+    // Whatever happened, the step's working folder is gone, and so is every process it started.
     assert.deepEqual(await readdir(workRoot), []);
+    assert.deepEqual(await processesLeft(), []);
     return reporter;
   }
 
@@ -218,9 +230,15 @@ describe('runStep', () => {
       reporter.emit(event);
       if (event.type === 'stage') setTimeout(() => stop.abort(), 50); // while the download waits for its body
     };
-    const { confinement } = await testConfinement();
-    await runStep(spec, { workRoot, emit, signal: stop.signal, confinement });
+    const { confinement, uids } = await testConfinement();
+    const uid = uids?.acquire();
+    try {
+      await runStep(spec, { workRoot, emit, signal: stop.signal, confinement, uid });
+    } finally {
+      if (uid !== undefined) uids?.release(uid);
+    }
     assert.deepEqual(reporter.sequence(), ['DOWNLOADING']);
     assert.deepEqual(await readdir(workRoot), []);
+    assert.deepEqual(await processesLeft(), [], 'the ffmpeg held for after the download is stopped');
   });
 });

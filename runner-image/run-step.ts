@@ -1,5 +1,7 @@
 // The runner: one command or chain step, in a fresh working folder.
 // DOWNLOADING -> PREPARING_INPUT_FILES -> FFMPEG_PROCESSING -> UPLOADING, then one result event.
+// ffmpeg starts loading while the inputs download, and each output's ffprobe while ffmpeg runs: both
+// held before main() until their files are there (core/confine/program-start.ts).
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -7,12 +9,13 @@ import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { RunnerEvent, StepSpec } from '../core/jobs/step-spec.ts';
 import { DEFAULT_MAX_OUTPUT_FILE_BYTES, DEFAULT_MAX_OUTPUT_FILES, ProcessingStage } from '../core/jobs/step-spec.ts';
 import { buildFfmpegArgv } from '../core/media/ffmpeg-args.ts';
-import { runFfmpeg, type FfmpegRunResult } from '../core/media/run-ffmpeg.ts';
+import { ffmpegStart, runFfmpeg, type FfmpegRunResult } from '../core/media/run-ffmpeg.ts';
 import type { Confinement } from '../core/confine/confinement.ts';
+import type { ProgramStart } from '../core/confine/program-start.ts';
 import { handOver } from '../core/confine/hand-over.ts';
 import { DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from '../core/confine/limits.ts';
 import { FileProber } from '../core/media/file-prober.ts';
-import { downloadInputs, extractArchive, INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
+import { downloadInputs, extractArchive, INPUT_DIR, inputPaths, OUTPUT_DIR } from './inputs.ts';
 import { collectOutputs, listFiles, type PlanUpload } from './outputs.ts';
 import { StepFailure } from './step-failure.ts';
 import { ffmpegRanOutOfSpace, isOutOfSpace, outOfSpaceMessage } from '../core/storage/out-of-space.ts';
@@ -46,21 +49,23 @@ export interface RunStepOptions {
   planUpload?: PlanUpload;
 }
 
+/** Outputs whose probe starts ahead, at most (playlists and files; an OUTPUT_FOLDER is not probed). */
+const PROBES_AHEAD = 4;
+
 export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> {
   await mkdir(o.workRoot, { recursive: true });
   const dir = await mkdtemp(join(o.workRoot, 'step-'));
   let inputBytes = 0;
   let ffmpegSeconds: number | null = null;
   const phases = new PhaseClock();
+  const memoryBytes = o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
+  const prober = new FileProber({ confinement: o.confinement, uid: o.uid, memoryBytes, ffprobePath: o.ffprobePath });
+  let ffmpegAhead: ProgramStart | null = null;
   try {
     o.emit({ type: 'stage', stage: ProcessingStage.DOWNLOADING });
     phases.begin('download');
-    const inputs = await downloadInputs(spec, dir, o.signal);
-    inputBytes = inputs.bytes;
-
-    o.emit({ type: 'stage', stage: ProcessingStage.PREPARING_INPUT_FILES });
-    if (inputs.archivePath) await extractArchive(dir, inputs.archivePath, spec.download.maxBytes);
-    const paths = new Map(inputs.paths);
+    // Every file the command names has a known place before anything is downloaded.
+    const paths = inputPaths(spec);
     for (const output of spec.outputs) {
       if (output.kind === 'folder') continue;
       await mkdir(join(dir, OUTPUT_DIR, output.alias), { recursive: true });
@@ -75,10 +80,34 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       },
       { threads: spec.threads },
     );
+    const ffmpegOptions = {
+      argv,
+      folder: dir,
+      confinement: o.confinement,
+      uid: o.uid,
+      ffmpegPath: o.ffmpegPath,
+      limits: {
+        memoryBytes,
+        // A backstop behind the wall-clock timeout: every core busy for the whole allowed time.
+        cpuSeconds: Math.ceil(spec.timeoutSeconds * availableParallelism()) + 30,
+        fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES,
+        openFiles: DEFAULT_OPEN_FILES,
+        processes: DEFAULT_PROCESSES,
+      },
+    };
+    ffmpegAhead = ffmpegStart(ffmpegOptions); // loads while the inputs download
+    const inputs = await downloadInputs(spec, dir, o.signal);
+    inputBytes = inputs.bytes;
+
+    o.emit({ type: 'stage', stage: ProcessingStage.PREPARING_INPUT_FILES });
+    if (inputs.archivePath) await extractArchive(dir, inputs.archivePath, spec.download.maxBytes);
     // What is there before ffmpeg runs is not "produced" (OUTPUT_FOLDER).
     const before = await listFiles(dir, [INPUT_DIR, OUTPUT_DIR]);
     if (o.uid !== undefined) await handOver(dir, o.uid);
-    const memoryBytes = o.maxMemoryBytes ?? DEFAULT_MEMORY_BYTES;
+    // Each output's probe loads while ffmpeg runs (a few at most: each holds its memory while it waits).
+    for (const output of spec.outputs.filter((out) => out.kind !== 'folder').slice(0, PROBES_AHEAD)) {
+      prober.startAhead(join(dir, OUTPUT_DIR, output.alias, output.fileName));
+    }
 
     phases.end();
     o.emit({ type: 'stage', stage: ProcessingStage.FFMPEG_PROCESSING });
@@ -94,21 +123,10 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       ],
     });
     const run = await runFfmpeg({
-      argv,
-      folder: dir,
+      ...ffmpegOptions,
+      start: ffmpegAhead,
       timeoutSeconds: spec.timeoutSeconds,
-      confinement: o.confinement,
-      uid: o.uid,
-      ffmpegPath: o.ffmpegPath,
       signal: o.signal,
-      limits: {
-        memoryBytes,
-        // A backstop behind the wall-clock timeout: every core busy for the whole allowed time.
-        cpuSeconds: Math.ceil(spec.timeoutSeconds * availableParallelism()) + 30,
-        fileSizeBytes: o.maxOutputFileBytes ?? DEFAULT_MAX_OUTPUT_FILE_BYTES,
-        openFiles: DEFAULT_OPEN_FILES,
-        processes: DEFAULT_PROCESSES,
-      },
       onProgress: progress.onProgress,
       onStderr: (chunk) => log.push(chunk),
     }).finally(() => log.end());
@@ -140,7 +158,6 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
 
     o.emit({ type: 'stage', stage: ProcessingStage.UPLOADING });
     phases.begin('upload');
-    const prober = new FileProber({ confinement: o.confinement, uid: o.uid, memoryBytes, ffprobePath: o.ffprobePath });
     const outputs = await collectOutputs(spec.outputs, dir, before, {
       signal: o.signal,
       prober,
@@ -170,6 +187,9 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       ...phases.seconds(),
     });
   } finally {
+    // Held starts that were not let go (a failed download, ffmpeg failed): stopped before main().
+    ffmpegAhead?.cancel();
+    prober.cancelAhead();
     await rm(dir, { recursive: true, force: true });
   }
 }

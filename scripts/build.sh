@@ -2,7 +2,7 @@
 # Compiles the service, the operator and the runner to JavaScript in dist/ (same layout as the
 # sources), so nothing compiles TypeScript at run time. Incremental: quick when nothing changed.
 # The files the code finds next to itself (SQL migrations, the seccomp filter generator, the dashboard's
-# stylesheet) are copied.
+# stylesheet) are copied, and the start gate library is compiled with gcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx --no-install tsc -p tsconfig.build.json
@@ -17,6 +17,17 @@ mkdir -p dist/core/db dist/core/confine
 rm -rf dist/core/db/migrations
 cp -r core/db/migrations dist/core/db/migrations
 cp core/confine/seccomp-filter.py dist/core/confine/seccomp-filter.py
+# The start gate preloaded into ffmpeg and ffprobe started ahead (core/confine/start-gate.c); rebuilt
+# only when its source changed. Without a compiler the service still works, starting them when needed.
+gate=dist/core/confine/start-gate.so
+if [ ! -f "$gate" ] || [ core/confine/start-gate.c -nt "$gate" ]; then
+  if command -v gcc >/dev/null 2>&1; then
+    gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$gate.tmp" core/confine/start-gate.c
+    mv "$gate.tmp" "$gate"
+  else
+    echo "build: gcc is missing, so ffmpeg and ffprobe will not be started ahead (scripts/ensure-system-deps.sh installs it)" >&2
+  fi
+fi
 # The dashboard's stylesheet (its modules are compiled above; preact and htm are read from node_modules).
 rm -rf dist/api/dashboard/static
 mkdir -p dist/api/dashboard

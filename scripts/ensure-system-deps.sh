@@ -12,6 +12,8 @@ command -v prlimit >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || need
 # python3) to compile the seccomp filter.
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 /usr/bin/python3 -c 'import seccomp' >/dev/null 2>&1 || need+=(python3-seccomp)
+# scripts/build.sh compiles the start gate library (core/confine/start-gate.c) with them.
+command -v gcc >/dev/null 2>&1 && [ -f /usr/include/unistd.h ] || need+=(gcc libc6-dev)
 # A small common set of fonts, as the images hold (docs/api.md, "Fonts"): drawtext, subtitles and ASS find
 # them by family through fontconfig, or by path under /usr/share/fonts.
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)

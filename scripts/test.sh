@@ -10,6 +10,10 @@ bash scripts/ensure-npm-deps.sh
 # The OpenAPI conformance test's schemathesis, installed once (pinned) into the cache.
 bash scripts/schemathesis.sh >/dev/null
 
+# The compiled service (for the end-to-end tests that run it as `npm start` does) and the start gate
+# library that the confinement tests load.
+echo "== build"
+bash scripts/build.sh
 echo "== typecheck"
 npx --no-install tsc --noEmit -p .
 echo "== lint (prettier, eslint, shellcheck)"

@@ -3,13 +3,15 @@
 // namespaces, its own /proc, a minimal /dev, no capabilities, no_new_privs, the seccomp filter of
 // seccomp-filter.py and rlimits; as root, also a uid of its own (UidPool). One interface, two
 // backends: 'bwrap', and Unconfined (rlimits only): 'unconfined' where the operator explicitly accepted
-// the risk, 'pod' for a runner pod that cannot create namespaces.
+// the risk, 'pod' for a runner pod that cannot create namespaces. Either can start a program held at
+// the start gate (start-gate.ts, program-start.ts) when it has the gate's library.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, lstatSync, openSync, readlinkSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { prlimitArgs, type ProcessLimits } from './limits.ts';
 import { setSessionNiceness } from './session-priority.ts';
+import { gatedProgramPrefix } from './start-gate.ts';
 
 export interface ConfinedRequest {
   /** 'ffmpeg', 'ffprobe', or an absolute path. */
@@ -22,6 +24,8 @@ export interface ConfinedRequest {
   /** As root: the uid (and gid) the program runs as; the folder must belong to it. */
   uid?: number;
   limits: ProcessLimits;
+  /** Start it held before main() until let go (program-start.ts); only where `holdsStarts`. */
+  held?: boolean;
 }
 
 export interface PreparedCommand {
@@ -31,11 +35,15 @@ export interface PreparedCommand {
   env: Record<string, string>;
   /** Host paths of files to hand to the child as descriptors 3, 4, ... (opened at spawn). */
   inheritFiles: string[];
+  /** A held start: the descriptor (after the inherited files) on which the program waits to be let go. */
+  gateFd?: number;
 }
 
 export interface Confinement {
   /** 'pod': in a Kubernetes pod that cannot create namespaces, the pod itself is the boundary. */
   readonly kind: 'bwrap' | 'unconfined' | 'pod';
+  /** Whether it can start programs held (it has the start gate's library). */
+  readonly holdsStarts: boolean;
   /** How the confined program names `relative`, a path inside its folder. */
   pathInFolder(folder: string, relative: string): string;
   prepare(request: ConfinedRequest): PreparedCommand;
@@ -68,7 +76,12 @@ export interface BwrapOptions {
    */
   mountProc?: boolean;
   bwrapPath?: string;
+  /** Host path of the start gate's library (start-gate.ts); without it, no held starts. */
+  startGate?: string;
 }
+
+/** Where the start gate's library appears inside the sandbox. */
+const SANDBOX_START_GATE = '/ffop/start-gate.so';
 
 export class BwrapConfinement implements Confinement {
   readonly kind = 'bwrap' as const;
@@ -88,12 +101,21 @@ export class BwrapConfinement implements Confinement {
     return this.options.mountProc !== false;
   }
 
+  get startGate(): string | undefined {
+    return this.options.startGate;
+  }
+
+  get holdsStarts(): boolean {
+    return this.options.startGate !== undefined;
+  }
+
   pathInFolder(_folder: string, relative: string): string {
     return join(SANDBOX_FOLDER, relative);
   }
 
   prepare(r: ConfinedRequest): PreparedCommand {
     if (this.options.asRoot && r.uid === undefined) throw new Error('a confined run as root needs a uid of its own');
+    const gate = r.held ? heldStart(this.options.startGate, SANDBOX_START_GATE, 1) : null;
     const args = [
       '--unshare-pid',
       '--unshare-net',
@@ -108,6 +130,8 @@ export class BwrapConfinement implements Confinement {
       // session group whose CPU priority spawnPrepared sets.
       ...this.systemMounts,
       ...programMount(r.program),
+      // Its folder readable by the program's uid (bwrap makes missing parents 0700).
+      ...(gate ? ['--perms', '0755', '--dir', dirname(SANDBOX_START_GATE), '--ro-bind', this.options.startGate!, SANDBOX_START_GATE] : []),
       ...(this.options.mountProc === false ? [] : ['--proc', '/proc']),
       '--dev',
       '/dev',
@@ -135,9 +159,23 @@ export class BwrapConfinement implements Confinement {
       // no_new_privs, so no setuid binary can either.
       args.push('setpriv', `--reuid=${id}`, `--regid=${id}`, '--clear-groups', '--bounding-set=-all', '--inh-caps=-all', '--');
     }
-    args.push(r.program, ...r.args);
-    return { program: this.options.bwrapPath ?? 'bwrap', args, cwd: '/', env: runEnv(), inheritFiles: [this.options.seccompProgram] };
+    args.push(...(gate?.prefix ?? []), r.program, ...r.args);
+    return {
+      program: this.options.bwrapPath ?? 'bwrap',
+      args,
+      cwd: '/',
+      env: runEnv(),
+      inheritFiles: [this.options.seccompProgram],
+      gateFd: gate?.fd,
+    };
   }
+}
+
+/** A held start's gate: its descriptor comes after the stdio three and the `inherited` files. */
+function heldStart(library: string | undefined, libraryInProgram: string, inherited: number): { fd: number; prefix: string[] } {
+  if (library === undefined) throw new Error('this confinement has no start gate: it cannot hold a start');
+  const fd = 3 + inherited;
+  return { fd, prefix: gatedProgramPrefix(libraryInProgram, fd) };
 }
 
 /**
@@ -182,9 +220,15 @@ function pathKind(path: string): 'link' | 'dir' | 'none' {
  */
 export class Unconfined implements Confinement {
   readonly kind: 'unconfined' | 'pod';
+  readonly startGate: string | undefined;
 
-  constructor(kind: 'unconfined' | 'pod' = 'unconfined') {
+  constructor(kind: 'unconfined' | 'pod' = 'unconfined', startGate?: string) {
     this.kind = kind;
+    this.startGate = startGate;
+  }
+
+  get holdsStarts(): boolean {
+    return this.startGate !== undefined;
   }
 
   pathInFolder(folder: string, relative: string): string {
@@ -192,12 +236,14 @@ export class Unconfined implements Confinement {
   }
 
   prepare(r: ConfinedRequest): PreparedCommand {
+    const gate = r.held ? heldStart(this.startGate, this.startGate!, 0) : null;
     return {
       program: 'prlimit',
-      args: [...prlimitArgs(r.limits, false), '--', r.program, ...r.args],
+      args: [...prlimitArgs(r.limits, false), '--', ...(gate?.prefix ?? []), r.program, ...r.args],
       cwd: r.folder,
       env: runEnv(),
       inheritFiles: [],
+      gateFd: gate?.fd,
     };
   }
 }
@@ -206,16 +252,20 @@ export class Unconfined implements Confinement {
  * Starts a prepared command in a session and process group of its own (so a timeout can kill all it
  * started, and it has no controlling terminal), stdout and stderr piped, stdin closed, at `niceness`
  * (default: ours) for the session too (session-priority.ts). The inherited files are opened for this
- * child only and closed again in the parent once it has them.
+ * child only and closed again in the parent once it has them. A held start's gate is a socket after
+ * them (program-start.ts uses it).
  */
 export function spawnPrepared(command: PreparedCommand, niceness = getPriority()): ChildProcess {
+  if (command.gateFd !== undefined && command.gateFd !== 3 + command.inheritFiles.length) {
+    throw new Error(`the start gate must come right after the inherited files, not at descriptor ${command.gateFd}`);
+  }
   const fds = command.inheritFiles.map((path) => openSync(path, 'r'));
   try {
     const child = spawn(command.program, command.args, {
       cwd: command.cwd,
       env: command.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', ...fds],
+      stdio: ['ignore', 'pipe', 'pipe', ...fds, ...(command.gateFd === undefined ? [] : ['pipe' as const])],
     });
     setSessionNiceness(child.pid, niceness);
     return child;

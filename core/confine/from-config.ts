@@ -23,6 +23,7 @@ export async function confinementFromConfig(config: Config, logger: Logger): Pro
     cacheDir: join(config.dataDir, 'confine'),
     seccompProgram: config.seccompProgram,
     uids,
+    log: (line) => logger.warn(line),
   });
   if (confinement.kind === 'unconfined') {
     logger.warn(`${UNSAFE_SETTING}=1: ffmpeg and ffprobe run WITHOUT confinement; commands can read what this service can read`);

@@ -28,6 +28,7 @@ const everySetting: Required<RunnerSettings> = {
   bwrapPath: '/usr/bin/bwrap',
   ffmpegPath: '/usr/bin/ffmpeg',
   ffprobePath: '/usr/bin/ffprobe',
+  startGate: '/app/dist/core/confine/start-gate.so',
 };
 
 test('every setting written by runnerEnv reads back the same, each under a name of its own', () => {
@@ -106,5 +107,6 @@ test('the names are the ones the images and older runners use, in the order of a
     'FFOP_BWRAP_PATH',
     'FFMPEG_PATH',
     'FFPROBE_PATH',
+    'FFOP_START_GATE_LIBRARY',
   ]);
 });

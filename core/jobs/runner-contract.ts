@@ -54,6 +54,8 @@ export interface RunnerSettings {
   bwrapPath?: string;
   ffmpegPath?: string;
   ffprobePath?: string;
+  /** The start gate's library (core/confine/start-gate.ts) as the starter proved it; absent: the runner looks for it and tests it. */
+  startGate?: string;
 }
 
 /**
@@ -81,6 +83,7 @@ export const RUNNER_ENV = {
   bwrapPath: 'FFOP_BWRAP_PATH',
   ffmpegPath: 'FFMPEG_PATH',
   ffprobePath: 'FFPROBE_PATH',
+  startGate: 'FFOP_START_GATE_LIBRARY',
 } as const satisfies Record<keyof RunnerSettings, string>;
 
 type Env = Record<string, string | undefined>;
@@ -137,6 +140,7 @@ export function readRunnerEnv(env: Env): RunnerEnv {
     bwrapPath: text('bwrapPath'),
     ffmpegPath: env[RUNNER_ENV.ffmpegPath],
     ffprobePath: env[RUNNER_ENV.ffprobePath],
+    startGate: text('startGate'),
   } satisfies RunnerEnv & Record<keyof RunnerSettings, unknown>;
   return read;
 }

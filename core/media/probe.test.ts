@@ -2,12 +2,12 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtemp, rm, writeFile, copyFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile, copyFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { probeMedia as probeConfined, mediaInfoFromProbe, type ProbeOptions } from './probe.ts';
+import { ffprobeStart, probeMedia as probeConfined, mediaInfoFromProbe, type ProbeOptions } from './probe.ts';
 import { handOver } from '../confine/hand-over.ts';
 import { testConfinement } from '../confine/testing/test-confinement.ts';
 import { contentTypeForFileName } from './mime.ts';
@@ -96,6 +96,21 @@ describe('probeMedia on real files', () => {
     assert.ok(info.bitrate_video_kb !== null && info.bitrate_video_kb > 0);
     assert.ok(info.bitrate_audio_kb !== null && info.bitrate_audio_kb > 0);
     assert.equal(info.video_profile_level, 'Main@3.0');
+  });
+
+  test('a probe started ahead of its file (as a runner does while ffmpeg runs) describes the file written after', async () => {
+    const { confinement } = await testConfinement();
+    const folder = file('ahead');
+    await mkdir(folder);
+    if (sandboxUid !== undefined) await handOver(folder, sandboxUid);
+    const options = { confinement, uid: sandboxUid };
+    const start = ffprobeStart(join(folder, 'late.mp4'), options);
+    assert.equal(start.isHeld, true, 'the test confinement holds starts');
+    assert.equal(await start.ready(), true);
+    await copyFile(file('a.mp4'), join(folder, 'late.mp4'));
+    if (sandboxUid !== undefined) await handOver(folder, sandboxUid);
+    const info = await probeConfined(join(folder, 'late.mp4'), options, start);
+    assert.deepEqual(info, await probeMedia(file('a.mp4')));
   });
 
   test('the same container named .mov, .mkv, .m4a', async () => {

@@ -1,7 +1,8 @@
 // Media metadata of one local file, read with ffprobe: the one place the service probes files.
 
 import { basename, dirname } from 'node:path';
-import { spawnPrepared, type Confinement } from '../confine/confinement.ts';
+import type { Confinement } from '../confine/confinement.ts';
+import { ProgramStart } from '../confine/program-start.ts';
 import { DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES } from '../confine/limits.ts';
 import type { MediaInfo } from './media-info.ts';
 import { mimeTypeForMedia, fileExtension } from './mime.ts';
@@ -48,34 +49,52 @@ export interface ProbeOutput {
   format?: ProbeFormat;
 }
 
-export async function probeMedia(path: string, opts: ProbeOptions): Promise<MediaInfo> {
-  const output = await runFfprobe(path, opts);
+/** `start`: a probe of `path` started ahead with the same options (ffprobeStart); default one made now. */
+export async function probeMedia(path: string, opts: ProbeOptions, start?: ProgramStart): Promise<MediaInfo> {
+  const output = await runFfprobe(path, opts, start ?? ffprobeStart(path, opts));
   return mediaInfoFromProbe(output, basename(path));
 }
 
-function runFfprobe(path: string, opts: ProbeOptions): Promise<ProbeOutput> {
-  const name = basename(path);
-  // `file:` + the path inside the sandbox: a name such as "x:y.mp4" is not taken for a protocol, and a
-  // name starting with '-' not for an option. Playlists may open local files only, never the network.
-  const url = `file:${opts.confinement.pathInFolder(dirname(path), name)}`;
-  const timeoutMs = opts.timeoutMs ?? 30_000;
-  const maxOutput = opts.maxOutputBytes ?? 4 * 1024 * 1024;
-  const command = opts.confinement.prepare({
+/**
+ * ffprobe of `path` started ahead and held before main() where the confinement can (program-start.ts),
+ * e.g. while ffmpeg still writes the file: it opens the file only once let go. Its folder must exist.
+ */
+export function ffprobeStart(path: string, opts: ProbeOptions): ProgramStart {
+  return ProgramStart.ahead(opts.confinement, {
     program: opts.ffprobePath ?? 'ffprobe',
-    args: ['-v', 'error', '-protocol_whitelist', 'file', '-print_format', 'json', '-show_format', '-show_streams', url],
+    args: ['-v', 'error', '-protocol_whitelist', 'file', '-print_format', 'json', '-show_format', '-show_streams', probeUrl(path, opts)],
     folder: dirname(path),
     writable: false,
     uid: opts.uid,
     limits: {
       memoryBytes: opts.memoryBytes ?? DEFAULT_MEMORY_BYTES,
-      cpuSeconds: Math.ceil(timeoutMs / 1000) * 2,
+      cpuSeconds: Math.ceil(timeoutOf(opts) / 1000) * 2,
       fileSizeBytes: 1, // it writes nothing
       openFiles: DEFAULT_OPEN_FILES,
       processes: DEFAULT_PROCESSES,
     },
   });
+}
+
+/**
+ * `file:` + the path inside the sandbox: a name such as "x:y.mp4" is not taken for a protocol, and a
+ * name starting with '-' not for an option. Playlists may open local files only, never the network.
+ */
+function probeUrl(path: string, opts: ProbeOptions): string {
+  return `file:${opts.confinement.pathInFolder(dirname(path), basename(path))}`;
+}
+
+function timeoutOf(opts: ProbeOptions): number {
+  return opts.timeoutMs ?? 30_000;
+}
+
+async function runFfprobe(path: string, opts: ProbeOptions, start: ProgramStart): Promise<ProbeOutput> {
+  const name = basename(path);
+  const url = probeUrl(path, opts);
+  const timeoutMs = timeoutOf(opts);
+  const maxOutput = opts.maxOutputBytes ?? 4 * 1024 * 1024;
+  const child = await start.go();
   return new Promise((resolve, reject) => {
-    const child = spawnPrepared(command);
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     let stderr = '';

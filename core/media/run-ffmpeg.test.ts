@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ParsedCommand } from '../command-line/parsed-command.ts';
 import { buildFfmpegArgv } from './ffmpeg-args.ts';
-import { runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
+import { ffmpegStart, runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
 import { probeMedia } from './probe.ts';
 import { Unconfined } from '../confine/confinement.ts';
 import { handOver } from '../confine/hand-over.ts';
@@ -81,6 +81,41 @@ describe('runFfmpeg', () => {
     const info = await probeMedia(join(dir, 'out.mp4'), { confinement, uid });
     assert.equal(info.codec, 'h264');
     assert.equal(info.width, 160);
+  });
+
+  test('started ahead of its input (as a runner does while it downloads), ffmpeg reads the input written after', async () => {
+    const { confinement, uids } = await testConfinement();
+    const uid = uids?.acquire();
+    const folder = await mkdtemp(join(dir, 'ahead-'));
+    try {
+      if (uid !== undefined) await handOver(folder, uid);
+      const options = {
+        argv: ['-hide_banner', '-nostdin', '-i', 'late.mp4', '-c', 'copy', '-y', 'copy.mkv'],
+        folder,
+        confinement,
+        uid,
+        limits,
+      };
+      const start = ffmpegStart(options);
+      assert.equal(start.isHeld, true, 'the test confinement holds starts');
+      assert.equal(await start.ready(), true);
+      const source = await runFfmpeg({
+        argv: buildFfmpegArgv(encodeCommand('testsrc=duration=1:size=160x120:rate=25'), () => 'late.mp4', { threads: 1 }),
+        folder,
+        confinement: unconfined,
+        limits,
+        timeoutSeconds: 60,
+      });
+      assert.equal(source.exitCode, 0, source.stderrTail);
+      if (uid !== undefined) await handOver(folder, uid);
+      const result = await runFfmpeg({ ...options, start, timeoutSeconds: 60 });
+      assert.equal(result.exitCode, 0, result.stderrTail);
+      const info = await probeMedia(join(folder, 'copy.mkv'), { confinement, uid });
+      assert.equal(info.codec, 'h264');
+      assert.equal(info.width, 160);
+    } finally {
+      if (uid !== undefined) uids?.release(uid);
+    }
   });
 
   test('a timeout stops the whole process group and is reported', { timeout: 60_000 }, async () => {

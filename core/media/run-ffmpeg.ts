@@ -4,7 +4,8 @@
 
 import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { spawnPrepared, type Confinement } from '../confine/confinement.ts';
+import type { Confinement } from '../confine/confinement.ts';
+import { ProgramStart } from '../confine/program-start.ts';
 import type { ProcessLimits } from '../confine/limits.ts';
 import { InputDurationReader } from './input-durations.ts';
 
@@ -16,16 +17,39 @@ export interface FfmpegProgress {
   inputDurations: (number | null)[];
 }
 
-export interface FfmpegRunOptions {
+/** What ffmpeg runs with, set before it starts (ffmpegStart). */
+export interface FfmpegStartOptions {
   argv: string[];
   /** The working folder: the only one ffmpeg sees, and its current folder (argv names files relative to it). */
   folder: string;
-  timeoutSeconds: number;
   confinement: Confinement;
   limits: ProcessLimits;
   /** As root: the uid ffmpeg runs as (the folder belongs to it). */
   uid?: number;
   ffmpegPath?: string; // default 'ffmpeg'
+}
+
+/**
+ * ffmpeg started ahead and held before main() where the confinement can (program-start.ts): its
+ * sandbox and libraries load while the inputs still download. Its files need not exist yet; it opens
+ * them once let go. Cancel it if it will not run.
+ */
+export function ffmpegStart(opts: FfmpegStartOptions): ProgramStart {
+  return ProgramStart.ahead(opts.confinement, {
+    program: opts.ffmpegPath ?? 'ffmpeg',
+    args: opts.argv,
+    folder: opts.folder,
+    writable: true,
+    uid: opts.uid,
+    limits: opts.limits,
+  });
+}
+
+export interface FfmpegRunOptions extends FfmpegStartOptions {
+  /** Its start made ahead (ffmpegStart), with the same options; default: one made now. */
+  start?: ProgramStart;
+  /** Wall-clock limit, counted from the moment ffmpeg is let go. */
+  timeoutSeconds: number;
   stderrTailBytes?: number; // default 4096: keep only the tail
   onProgress?: (p: FfmpegProgress) => void;
   /** Every chunk of ffmpeg's stderr as it comes (the command's log). */
@@ -48,19 +72,17 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult> {
   if (opts.signal?.aborted) {
+    opts.start?.cancel();
     return { exitCode: null, signal: null, timedOut: false, aborted: true, seconds: 0, stderrTail: '' };
   }
-  if (!(opts.timeoutSeconds > 0)) throw new Error(`timeoutSeconds must be positive, got ${opts.timeoutSeconds}`);
-  const command = opts.confinement.prepare({
-    program: opts.ffmpegPath ?? 'ffmpeg',
-    args: opts.argv,
-    folder: opts.folder,
-    writable: true,
-    uid: opts.uid,
-    limits: opts.limits,
-  });
+  if (!(opts.timeoutSeconds > 0)) {
+    opts.start?.cancel();
+    throw new Error(`timeoutSeconds must be positive, got ${opts.timeoutSeconds}`);
+  }
+  const start = opts.start ?? ffmpegStart(opts);
   const started = performance.now();
-  const child = spawnPrepared(command); // own process group, so a timeout can kill everything ffmpeg started
+  const child = await start.go(); // own process group, so a timeout can kill everything ffmpeg started
+  const program = opts.ffmpegPath ?? 'ffmpeg';
 
   const stderr = new TailBuffer(opts.stderrTailBytes ?? 4096);
   const durations = new InputDurationReader();
@@ -101,13 +123,14 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
     stop();
   };
   opts.signal?.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal?.aborted) onAbort(); // while it was being let go
 
   try {
     return await new Promise<FfmpegRunResult>((resolve, reject) => {
       let exit: { code: number | null; signal: string | null } | undefined;
       child.once('error', (err) => {
         // Only a failure to start leaves no exit to wait for.
-        if (child.pid === undefined) reject(new Error(`cannot start ${command.program}: ${err.message}`));
+        if (child.pid === undefined) reject(new Error(`cannot start ${program}: ${err.message}`));
       });
       child.once('exit', (code, signal) => {
         exit = { code, signal };

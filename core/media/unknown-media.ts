@@ -1,5 +1,6 @@
 import type { MediaInfo } from './media-info.ts';
 import { contentTypeForFileName } from './mime.ts';
+import type { ProgramStart } from '../confine/program-start.ts';
 import { probeMedia, type ProbeOptions } from './probe.ts';
 
 /** Metadata of a file that is not media ffprobe can read (a text file, a zip): type by name only. */
@@ -22,7 +23,7 @@ export function unknownMedia(fileName: string): MediaInfo {
   };
 }
 
-/** Probes a local file; files ffprobe cannot read are still stored, described by their name. */
-export async function probeOrDescribe(path: string, fileName: string, opts: ProbeOptions): Promise<MediaInfo> {
-  return probeMedia(path, opts).catch(() => unknownMedia(fileName));
+/** Probes a local file; files ffprobe cannot read are still stored, described by their name. `start`: see probeMedia. */
+export async function probeOrDescribe(path: string, fileName: string, opts: ProbeOptions, start?: ProgramStart): Promise<MediaInfo> {
+  return probeMedia(path, opts, start).catch(() => unknownMedia(fileName));
 }
