@@ -80,8 +80,9 @@ export async function runFfmpeg(opts: FfmpegRunOptions): Promise<FfmpegRunResult
     throw new Error(`timeoutSeconds must be positive, got ${opts.timeoutSeconds}`);
   }
   const start = opts.start ?? ffmpegStart(opts);
-  const started = performance.now();
   const child = await start.go(); // own process group, so a timeout can kill everything ffmpeg started
+  // From the moment it is let go: what a held start loaded before is not ffmpeg's running time.
+  const started = performance.now();
   const program = opts.ffmpegPath ?? 'ffmpeg';
 
   const stderr = new TailBuffer(opts.stderrTailBytes ?? 4096);
