@@ -76,7 +76,7 @@ try {
     what: `submit -> SUCCESS of a 3 s 320x240 clip scaled to 160x120, vcpu_count 1, 20 ms polls (median of ${runs})`,
     service: `${ms.toFixed(0)} ms`,
     baseline: `${md.toFixed(0)} ms (ffmpeg + ffprobe directly)`,
-    ratio: `+${(ms - md).toFixed(0)} ms`,
+    ratio: `${ms >= md ? '+' : ''}${(ms - md).toFixed(0)} ms`,
     goal: '<= +40 ms',
   });
 } finally {
