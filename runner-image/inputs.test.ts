@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { ErrorStatus } from '../core/commands/error-status.ts';
-import { downloadInputs, extractArchive } from './inputs.ts';
+import { downloadInputs, extractArchive, inputPaths } from './inputs.ts';
 import { startFileServer, stepFailure, stepSpec, zipBuffer, type FileServer } from './testing/runner-fixtures.ts';
 
 const noOutputs = [{ alias: 'out_1', fileName: 'out.mp4', kind: 'file' as const, uploadUrl: 'http://127.0.0.1:9/out' }];
@@ -46,6 +46,8 @@ describe('downloadInputs', () => {
         ['in_2', '.in/in_2/my_clip_1_.srt'],
       ],
     );
+    // Known before the download (ffmpeg is started ahead with them): the same places.
+    assert.deepEqual(inputPaths(spec), downloaded.paths);
     assert.equal(downloaded.archivePath, '.in/_archive/pack.zip');
     assert.equal(downloaded.bytes, 'clip bytes'.length + 'subtitle bytes'.length + 'zip bytes'.length);
     assert.equal(await readFile(join(dir, '.in/in_1/clip.mp4'), 'utf8'), 'clip bytes');

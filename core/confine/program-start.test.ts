@@ -85,7 +85,7 @@ for (const kind of ['bwrap', 'unconfined'] as const) {
     test('cancelled, it never runs and is gone', async () => {
       const start = sh('touch cancelled-ran.txt');
       assert.equal(await start.ready(), true);
-      const pid = (start as unknown as { held: { child: ChildProcess } }).held.child.pid!;
+      const pid = start.heldPid!;
       start.cancel();
       assert.equal(await gone(pid), true, 'the held process is gone');
       assert.equal(existsSync(join(folder, 'cancelled-ran.txt')), false);

@@ -40,6 +40,11 @@ export class ProgramStart {
     return this.held !== null;
   }
 
+  /** The held process (until it is let go or cancelled). */
+  get heldPid(): number | undefined {
+    return this.held?.child.pid;
+  }
+
   /** Resolves true once the held program is loaded and waiting at the gate (false: no held start to wait for). */
   async ready(): Promise<boolean> {
     return this.held === null ? false : this.held.ready;

@@ -4,10 +4,8 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** The descriptor's number, in the program's environment. */
-export const START_GATE_VARIABLE = 'FFOP_START_GATE_FD';
-/** What a held program exits with when it is not let go (start-gate.c). */
-export const NOT_LET_GO_EXIT = 125;
+/** The descriptor's number, in the program's environment (start-gate.c reads it). */
+const START_GATE_VARIABLE = 'FFOP_START_GATE_FD';
 
 /**
  * The built library: next to this module in dist/, or, running from the sources, in the build's dist/.
