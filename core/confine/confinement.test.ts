@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { BwrapConfinement, spawnPrepared, Unconfined, type Confinement } from './confinement.ts';
 import { handOver } from './hand-over.ts';
 import type { ProcessLimits } from './limits.ts';
+import { outcomeOf, type Outcome } from './testing/process-outcome.ts';
 import { testConfinement } from './testing/test-confinement.ts';
 
 const LIMITS: ProcessLimits = {
@@ -22,12 +23,6 @@ const LIMITS: ProcessLimits = {
   processes: 256,
 };
 
-interface Outcome {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 async function run(
   confinement: Confinement,
   folder: string,
@@ -37,13 +32,7 @@ async function run(
   limits: Partial<ProcessLimits> = {},
 ): Promise<Outcome> {
   const command = confinement.prepare({ program, args, folder, writable: true, uid, limits: { ...LIMITS, ...limits } });
-  const child = spawnPrepared(command);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
-  return { code, stdout, stderr };
+  return outcomeOf(spawnPrepared(command));
 }
 
 /** `pid` and every process under it, from /proc. */

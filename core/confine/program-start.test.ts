@@ -7,13 +7,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { Unconfined, type Confinement } from './confinement.ts';
 import { handOver } from './hand-over.ts';
 import type { ProcessLimits } from './limits.ts';
 import { ProgramStart } from './program-start.ts';
 import { setUpConfinement, setUpUnconfined } from './set-up.ts';
 import { defaultStartGateLibrary } from './start-gate.ts';
+import { outcomeOf } from './testing/process-outcome.ts';
 import { testConfinement } from './testing/test-confinement.ts';
 
 const LIMITS: ProcessLimits = { memoryBytes: 2 * 1024 ** 3, cpuSeconds: 60, fileSizeBytes: 1024 ** 2, openFiles: 256, processes: 256 };
@@ -23,15 +23,6 @@ function builtLibrary(): string {
   const library = defaultStartGateLibrary();
   assert.ok(library, 'the start gate library is not built: run scripts/build.sh');
   return library;
-}
-
-async function finish(child: ChildProcess): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
-  return { code, stdout, stderr };
 }
 
 /** Polls until `pid` is gone (a killed process is reaped by node shortly after). */
@@ -77,7 +68,7 @@ for (const kind of ['bwrap', 'unconfined'] as const) {
       await writeFile(join(folder, 'input.txt'), 'written while it waited\n');
       if (uid !== undefined) await handOver(folder, uid);
       assert.equal(existsSync(join(folder, 'copy.txt')), false, 'nothing ran before it was let go');
-      const run = await finish(await start.go());
+      const run = await outcomeOf(await start.go());
       assert.equal(run.code, 0, run.stderr);
       assert.equal(await readFile(join(folder, 'copy.txt'), 'utf8'), 'written while it waited\n');
     });
@@ -94,8 +85,8 @@ for (const kind of ['bwrap', 'unconfined'] as const) {
 
     test('once let go, the program has no gate descriptor and no gate variables (attack: reaching the runner through them)', async () => {
       const script = 'ls /proc/self/fd; env';
-      const held = await finish(await sh(script).go());
-      const plain = await finish(
+      const held = await outcomeOf(await sh(script).go());
+      const plain = await outcomeOf(
         await ProgramStart.ahead(new Unconfined(), {
           program: '/bin/sh',
           args: ['-c', script],
@@ -121,7 +112,7 @@ for (const kind of ['bwrap', 'unconfined'] as const) {
         limits: LIMITS,
       });
       assert.equal(await start.ready(), false, 'never loaded');
-      const run = await finish(await start.go());
+      const run = await outcomeOf(await start.go());
       assert.notEqual(run.code, 0);
     });
   });
@@ -140,7 +131,7 @@ describe('start gate set-up', () => {
       });
       assert.equal(start.isHeld, false);
       assert.equal(await start.ready(), false);
-      const run = await finish(await start.go());
+      const run = await outcomeOf(await start.go());
       assert.equal(run.stdout, 'ran\n');
     } finally {
       await rm(folder, { recursive: true, force: true });
