@@ -72,13 +72,23 @@ describe('a full disk', { skip: isRoot ? false : 'mounting a small tmpfs needs r
     return init.body as { file_id: string; upload_urls: string[] };
   }
 
-  /** PUTs `first`, then calls `between`, then PUTs `rest`, as one request; resolves with the answer. */
+  /**
+   * PUTs `first`, then calls `between`, then PUTs `rest`, as one request; resolves with the answer, and
+   * only once `between` is done: a fill still writing when the caller's next fill removes its file would
+   * free that space later (CI, once: a 16 MiB download then fit on a disk left with 512 KiB). Answered
+   * before `first` is sent (a 507 at once), it does not call `between` at all.
+   */
   function putInTwo(url: string, first: Buffer, between: () => Promise<void>, rest: Buffer): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
+      let answered = false;
+      let betweenDone: Promise<void> = Promise.resolve();
       const req = request(url, { method: 'PUT', headers: { 'content-length': first.length + rest.length } }, (res) => {
         let body = '';
         res.on('data', (chunk) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('end', () => {
+          answered = true;
+          void betweenDone.then(() => resolve({ status: res.statusCode ?? 0, body }), reject);
+        });
       });
       req.on('error', reject);
       // The service may answer 507 and close before the whole body is sent (it meets the full disk). Once
@@ -89,7 +99,14 @@ describe('a full disk', { skip: isRoot ? false : 'mounting a small tmpfs needs r
         req.destroy(); // or the service would wait for the rest of the body
         reject(err);
       };
-      req.write(first, () => void between().then(() => req.end(rest), fail));
+      req.write(first, () => {
+        if (answered) {
+          req.destroy(); // nothing more to send
+          return;
+        }
+        betweenDone = between();
+        void betweenDone.then(() => req.end(rest), fail);
+      });
     });
   }
 
