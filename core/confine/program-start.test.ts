@@ -3,7 +3,7 @@
 // cancelled, and keeps nothing of the gate once it runs.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import type { ProcessLimits } from './limits.ts';
 import { ProgramStart } from './program-start.ts';
 import { setUpConfinement, setUpUnconfined } from './set-up.ts';
 import { defaultStartGateLibrary } from './start-gate.ts';
-import { outcomeOf } from './testing/process-outcome.ts';
+import { isGone, outcomeOf } from './testing/process-outcome.ts';
 import { testConfinement } from './testing/test-confinement.ts';
 
 const LIMITS: ProcessLimits = { memoryBytes: 2 * 1024 ** 3, cpuSeconds: 60, fileSizeBytes: 1024 ** 2, openFiles: 256, processes: 256 };
@@ -25,10 +25,10 @@ function builtLibrary(): string {
   return library;
 }
 
-/** Polls until `pid` is gone (a killed process is reaped by node shortly after). */
+/** Polls until `pid` is gone (a SIGKILL takes effect shortly after it is sent). */
 async function gone(pid: number): Promise<boolean> {
   for (let i = 0; i < 500; i++) {
-    if (!existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))) return true;
+    if (await isGone(pid)) return true;
     await new Promise((r) => setTimeout(r, 10));
   }
   return false;

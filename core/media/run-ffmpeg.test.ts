@@ -9,6 +9,7 @@ import { ffmpegStart, runFfmpeg, type FfmpegProgress } from './run-ffmpeg.ts';
 import { probeMedia } from './probe.ts';
 import { Unconfined } from '../confine/confinement.ts';
 import { handOver } from '../confine/hand-over.ts';
+import { isGone } from '../confine/testing/process-outcome.ts';
 import { testConfinement } from '../confine/testing/test-confinement.ts';
 
 // These tests are about runFfmpeg itself (process groups, timeouts, progress); the sandbox has tests of
@@ -25,17 +26,6 @@ function encodeCommand(source: string, outputOptions: string[] = []): ParsedComm
     inputAliases: [],
     outputAliases: ['out'],
   };
-}
-
-/** Gone: no such process, or a zombie left for init to reap (it can no longer run). */
-async function isGone(pid: number): Promise<boolean> {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
 }
 
 describe('runFfmpeg', () => {

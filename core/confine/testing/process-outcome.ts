@@ -1,5 +1,6 @@
-// Test helper: what a started process printed and how it ended.
+// Test helpers: what a started process printed and how it ended, and whether a process is gone.
 import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 
 export interface Outcome {
   code: number | null;
@@ -15,4 +16,15 @@ export async function outcomeOf(child: ChildProcess): Promise<Outcome> {
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
   return { code, stdout, stderr };
+}
+
+/** Gone: no such process, or a zombie left for its parent to reap (it can no longer run). */
+export async function isGone(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat === '' || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
 }
