@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { setTimeout } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
@@ -112,7 +113,76 @@ describe('downloadInputs', () => {
       /^input in_1: .*above the limit of 4 bytes/,
     );
   });
+
+  test('downloads the inputs at once: the second arrives whole while the first is still coming', async () => {
+    server.stalled.add('/media/slow.mp4');
+    const spec = slowToGiveUp(command, {
+      inputs: [
+        { alias: 'in_1', url: `${server.url}/media/slow.mp4`, source: 'external' },
+        { alias: 'in_2', url: `${server.url}/media/clip.mp4`, source: 'external' },
+      ],
+      outputs: noOutputs,
+      allow: [server.allowEntry],
+    });
+    const cancel = new AbortController();
+    const downloading = downloadInputs(spec, dir, cancel.signal);
+    const settled = downloading.then(
+      () => 'resolved',
+      () => 'rejected',
+    );
+    try {
+      // One at a time, in_2 would not be asked for before in_1 gives up (10 minutes).
+      for (const deadline = Date.now() + 30_000; !(await exists(join(dir, '.in/in_2/clip.mp4')));) {
+        assert.ok(Date.now() < deadline, `in_2 was not downloaded while in_1 was; requests: ${server.requests.join(', ')}`);
+        assert.equal(await Promise.race([settled, setTimeout(20, 'waiting')]), 'waiting');
+      }
+      assert.equal(await readFile(join(dir, '.in/in_2/clip.mp4'), 'utf8'), 'clip bytes');
+    } finally {
+      cancel.abort(new Error('test over'));
+      server.stalled.delete('/media/slow.mp4');
+    }
+    await assert.rejects(downloading, /test over/);
+    assert.deepEqual(await partFiles(dir), [], 'the stopped download leaves nothing');
+  });
+
+  test('the first download that fails stops the others and is the one reported; nothing is left behind', { timeout: 60_000 }, async () => {
+    server.stalled.add('/media/slow.mp4');
+    const spec = slowToGiveUp(command, {
+      inputs: [
+        { alias: 'in_1', url: `${server.url}/media/slow.mp4`, source: 'external' },
+        { alias: 'in_2', url: `${server.url}/gone.mp4`, source: 'external' },
+      ],
+      outputs: noOutputs,
+      allow: [server.allowEntry],
+    });
+    try {
+      // in_2's 404, and in_1 is stopped by it: without that stop, in_1 would wait 10 minutes (the test's timeout fails it).
+      const message = await stepFailure(downloadInputs(spec, dir, signal), ErrorStatus.UNREACHABLE_INPUT_FILE);
+      assert.match(message, /^input in_2: .*answered HTTP 404/);
+    } finally {
+      server.stalled.delete('/media/slow.mp4');
+    }
+    assert.deepEqual(await partFiles(dir), []);
+  });
 });
+
+/** A step whose downloads wait 10 minutes before they give up on a silent server. */
+function slowToGiveUp(...args: Parameters<typeof stepSpec>): ReturnType<typeof stepSpec> {
+  const spec = stepSpec(...args);
+  return { ...spec, download: { ...spec.download, timeoutSeconds: 600 } };
+}
+
+/** Files a download writes before it is complete (download.ts: `.<name>.<uuid>.part`), anywhere under `dir`. */
+async function partFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true });
+  return entries.filter((entry) => entry.endsWith('.part'));
+}
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 describe('extractArchive', () => {
   let dir: string;

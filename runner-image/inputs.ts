@@ -1,7 +1,7 @@
 // DOWNLOADING and PREPARING_INPUT_FILES: inputs go to `.in/<alias>/<name>` under server-chosen safe
 // names; a zip (input_compressed_folder) is extracted into the working folder itself.
 import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { StepSpec } from '../core/jobs/step-spec.ts';
 import { createAddressPolicy } from '../core/net/address-policy.ts';
@@ -37,29 +37,79 @@ function localPath(label: string, url: string, folder: string): string {
   return join(INPUT_DIR, folder, safeLocalName(name));
 }
 
+/**
+ * Downloads that run at once. Inputs on remote hosts are each limited by their own connection (its
+ * latency, the host's per-connection rate), so a command with several inputs waits for the slowest,
+ * not for their sum; a few at a time keep that without opening one connection per input.
+ */
+export const DOWNLOADS_AT_ONCE = 4;
+
+interface Download {
+  label: string;
+  url: string;
+  source: 'external' | 'storage';
+  /** Relative to the working folder. */
+  path: string;
+}
+
+/**
+ * Downloads the inputs (and the archive), a few at a time. Every local name is checked before the
+ * first request. The first download that fails stops the others; once all have stopped (nothing is
+ * still writing into the folder when this settles), the failure reported is that of the first input,
+ * in the command's order, that failed of itself.
+ */
 export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortSignal): Promise<DownloadedInputs> {
+  const paths = inputPaths(spec);
+  const archivePath = spec.archive ? localPath('input_compressed_folder', spec.archive.url, '_archive') : null;
+  const downloads: Download[] = spec.inputs.map((input) => ({
+    label: `input ${input.alias}`,
+    url: input.url,
+    source: input.source,
+    path: paths.get(input.alias)!,
+  }));
+  if (spec.archive && archivePath) {
+    downloads.push({ label: 'input_compressed_folder', url: spec.archive.url, source: spec.archive.source, path: archivePath });
+  }
   const policy = createAddressPolicy(spec.download.allow);
-  const paths = new Map<string, string>();
+  const stop = new AbortController();
+  const downloadSignal = AbortSignal.any([signal, stop.signal]);
+  /** Each download that failed of itself, by its place in `downloads`. */
+  const failures = new Map<number, unknown>();
   let bytes = 0;
-  const fetchOne = async (label: string, url: string, source: 'external' | 'storage', folder: string): Promise<string> => {
-    const relative = localPath(label, url, folder);
-    await mkdir(join(dir, INPUT_DIR, folder), { recursive: true });
+  const fetchOne = async (d: Download): Promise<void> => {
+    const destPath = join(dir, d.path);
+    await mkdir(dirname(destPath), { recursive: true });
     try {
-      const result = await downloadWithRetries(url, join(dir, relative), {
+      const result = await downloadWithRetries(d.url, destPath, {
         maxBytes: spec.download.maxBytes,
         timeoutMs: spec.download.timeoutSeconds * 1000,
-        policy: source === 'storage' ? null : policy,
-        signal,
+        policy: d.source === 'storage' ? null : policy,
+        signal: downloadSignal,
       });
       bytes += result.bytes;
     } catch (err) {
-      if (err instanceof DownloadError) throw new StepFailure(err.errorStatus, `${label}: ${err.message}`);
+      if (err instanceof DownloadError) throw new StepFailure(err.errorStatus, `${d.label}: ${err.message}`);
       throw err;
     }
-    return relative;
   };
-  for (const input of spec.inputs) paths.set(input.alias, await fetchOne(`input ${input.alias}`, input.url, input.source, input.alias));
-  const archivePath = spec.archive ? await fetchOne('input_compressed_folder', spec.archive.url, spec.archive.source, '_archive') : null;
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < downloads.length && !downloadSignal.aborted) {
+      const place = next++;
+      try {
+        await fetchOne(downloads[place]);
+      } catch (err) {
+        // Stopped by another's failure (or from outside): not a cause of its own.
+        if (downloadSignal.aborted && err === downloadSignal.reason) continue;
+        failures.set(place, err);
+        stop.abort(err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DOWNLOADS_AT_ONCE, downloads.length) }, lane));
+  if (signal.aborted) throw signal.reason;
+  // Several that fail at about the same time (two refused addresses): the first in the command's order.
+  if (failures.size > 0) throw failures.get(Math.min(...failures.keys()));
   return { paths, bytes, archivePath };
 }
 
