@@ -14,6 +14,7 @@ import { isOutOfSpace, outOfSpaceMessage } from '../storage/out-of-space.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import { guardedRequest, type GuardedResponse } from './guarded-request.ts';
+import { checkRangeAnswer, createPartsFile, planRanges, RangesRefused, writePart, type RangePlan } from './ranged-download.ts';
 
 export class DownloadError extends Error {
   errorStatus: ErrorStatus;
@@ -40,6 +41,10 @@ export interface DownloadOptions {
   idleTimeoutMs?: number;
   /** Cancels the download; the promise then rejects with `signal.reason`, not a DownloadError. */
   signal?: AbortSignal;
+  /** A large file from a host that takes byte ranges comes in this many ranges at once (ranged-download.ts); default 4, 1 = never. */
+  rangedParts?: number;
+  /** The smallest file fetched in ranges; default 64 MiB. */
+  rangedMinBytes?: number;
 }
 
 export interface DownloadResult {
@@ -54,6 +59,9 @@ const WRITE_BUFFER_BYTES = 1 << 20;
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
+export const RANGED_PARTS = 4;
+export const RANGED_MIN_BYTES = 64 << 20;
+
 /**
  * Streams `url` into `destPath` (written under a temporary name in the same folder, then renamed;
  * nothing is left behind on failure). Rejects with a DownloadError whose errorStatus is
@@ -67,14 +75,16 @@ export async function downloadToFile(url: string, destPath: string, opts: Downlo
   const deadline = AbortSignal.timeout(opts.timeoutMs);
   const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
   let target = parseTarget(url, 'URL');
+  let inRanges = true;
+  let redirects = 0;
   try {
-    for (let redirects = 0; ; redirects++) {
+    for (;;) {
       const { request, response } = await openResponse(target, opts, signal);
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
       if (REDIRECT_STATUSES.has(status) && location) {
         request.destroy();
-        if (redirects >= maxRedirects) {
+        if (redirects++ >= maxRedirects) {
           throw unreachable(`GET ${describe(target)} redirected more than ${maxRedirects} times`);
         }
         target = parseTarget(resolveLocation(location, target), 'redirect target');
@@ -84,8 +94,21 @@ export async function downloadToFile(url: string, destPath: string, opts: Downlo
         request.destroy();
         throw unreachable(`GET ${describe(target)} answered HTTP ${status}`, status >= 500);
       }
+      const contentType = response.headers['content-type'] ?? null;
+      const plan =
+        inRanges && Number(response.headers['content-length']) <= opts.maxBytes ? planRanges(response, rangeOptions(opts)) : null;
+      if (plan) {
+        const bytes = await saveInRanges(response, plan, target, destPath, opts, signal).catch((error: unknown) => {
+          if (error instanceof RangesRefused) return null;
+          throw error;
+        });
+        if (bytes !== null) return { bytes, contentType, finalUrl: target.href };
+        // This host does not answer ranges as asked: the file whole, from a fresh GET.
+        inRanges = false;
+        continue;
+      }
       const bytes = await saveBody(response, target, destPath, opts.maxBytes, signal);
-      return { bytes, contentType: response.headers['content-type'] ?? null, finalUrl: target.href };
+      return { bytes, contentType, finalUrl: target.href };
     }
   } catch (error) {
     throw explainFailure(error, target, opts, deadline);
@@ -130,12 +153,17 @@ function forbidden(target: URL, reason: string): DownloadError {
   return new DownloadError(ErrorStatus.FORBIDDEN_INPUT_ADDRESS, `GET ${describe(target)} refused: ${reason}`);
 }
 
-function openResponse(target: URL, opts: DownloadOptions, signal: AbortSignal): Promise<GuardedResponse> {
+function openResponse(
+  target: URL,
+  opts: DownloadOptions,
+  signal: AbortSignal,
+  headers: Record<string, string> = {},
+): Promise<GuardedResponse> {
   const idleMs = opts.idleTimeoutMs ?? Math.min(opts.timeoutMs, 30_000);
   return guardedRequest({
     method: 'GET',
     url: target,
-    headers: { accept: '*/*', 'accept-encoding': 'identity' },
+    headers: { accept: '*/*', 'accept-encoding': 'identity', ...headers },
     policy: opts.policy,
     connectTimeoutMs: idleMs,
     idleTimeoutMs: idleMs,
@@ -182,6 +210,68 @@ async function saveBody(response: IncomingMessage, target: URL, destPath: string
     await unlink(tempPath).catch(() => {});
     throw error;
   }
+}
+
+function rangeOptions(opts: DownloadOptions): { parts: number; minBytes: number } {
+  return { parts: opts.rangedParts ?? RANGED_PARTS, minBytes: opts.rangedMinBytes ?? RANGED_MIN_BYTES };
+}
+
+/**
+ * Writes the file in the plan's parts at once: the first from `first` (the answer already open), the
+ * others from ranged GETs of the same URL. Rejects with RangesRefused when an answer is not the range
+ * asked for; any failure stops the other parts, and nothing is left behind.
+ */
+async function saveInRanges(
+  first: IncomingMessage,
+  plan: RangePlan,
+  target: URL,
+  destPath: string,
+  opts: DownloadOptions,
+  signal: AbortSignal,
+): Promise<number> {
+  const tempPath = path.join(path.dirname(destPath), `.${path.basename(destPath)}.${randomUUID()}.part`);
+  const stop = new AbortController();
+  const partSignal = AbortSignal.any([signal, stop.signal]);
+  const file = await createPartsFile(tempPath).catch((error: unknown) => {
+    first.destroy();
+    throw error;
+  });
+  // The first answer was opened before the parts' signal existed: it is stopped with them by hand.
+  stop.signal.addEventListener('abort', () => first.destroy(), { once: true });
+  const fetchPart = async ([firstByte, lastByte]: [number, number]): Promise<void> => {
+    const { request, response } = await openResponse(target, opts, partSignal, {
+      range: `bytes=${firstByte}-${lastByte}`,
+      'if-range': plan.validator,
+    });
+    try {
+      checkRangeAnswer(response, [firstByte, lastByte], plan.size);
+      await writePart(response, file, firstByte, lastByte - firstByte + 1, true);
+    } finally {
+      request.destroy();
+    }
+  };
+  const parts = [
+    writePart(first, file, 0, plan.parts[0][1] + 1, false).finally(() => first.destroy()),
+    ...plan.parts.slice(1).map(fetchPart),
+  ].map((part) =>
+    part.catch((error: unknown) => {
+      stop.abort(error);
+      throw error;
+    }),
+  );
+  const outcomes = await Promise.allSettled(parts);
+  await file.close();
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) {
+    await unlink(tempPath).catch(() => {});
+    // The part that failed first is the cause; the others were stopped by it.
+    throw stop.signal.aborted ? stop.signal.reason : failed.reason;
+  }
+  await rename(tempPath, destPath).catch(async (error: unknown) => {
+    await unlink(tempPath).catch(() => {});
+    throw error;
+  });
+  return plan.size;
 }
 
 function explainFailure(error: unknown, target: URL, opts: DownloadOptions, deadline: AbortSignal): unknown {

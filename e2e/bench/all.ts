@@ -48,7 +48,7 @@ try {
   await bench('output-multipart.ts', [quick ? 64 : 256, quick ? 3 : 5]);
   await bench('queued-commands.ts', [quick ? 200 : 1000, 'cheap'], pglite);
   await bench('large-media.ts', [quick ? 2 : 5, '--s3'], pglite);
-  await bench('two-inputs.ts', [quick ? 3 : 5], pglite);
+  await bench('paced-inputs.ts', [quick ? 3 : 5], pglite);
   if (withCluster) await bench('cluster-overhead.ts', quick ? [100, 2000] : [], pg);
   if (withCluster) await bench('kubectl-intake.ts', [quick ? 5 : 15], pg);
   // Queueing on two real nodes (kubelet + containerd, in e2e/node/sandbox.sh; needs root): about 15 more minutes.
