@@ -72,13 +72,17 @@ export async function writePart(body: IncomingMessage, file: FileHandle, positio
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   const flush = async () => {
-    const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+    let buffers = pending;
+    const bytes = pendingBytes;
     pending = [];
     pendingBytes = 0;
-    for (let offset = 0; offset < data.length;) {
-      offset += (await file.write(data, offset, data.length - offset, position + written + offset)).bytesWritten;
+    // One call for the gathered chunks, without copying them into one buffer first.
+    for (let done = 0; done < bytes;) {
+      const { bytesWritten } = await file.writev(buffers, position + written + done);
+      done += bytesWritten;
+      buffers = afterBytes(buffers, bytesWritten);
     }
-    written += data.length;
+    written += bytes;
   };
   for await (const chunk of body as AsyncIterable<Buffer>) {
     const room = length - written - pendingBytes;
@@ -91,6 +95,20 @@ export async function writePart(body: IncomingMessage, file: FileHandle, positio
   if (pendingBytes > 0) await flush();
   body.destroy(); // the whole answer's rest is another part's
   if (written !== length) throw new RangesRefused(`a part ended after ${written} of its ${length} bytes`);
+}
+
+/** What is left of `buffers` after their first `bytes` bytes (a short write). */
+export function afterBytes(buffers: Buffer[], bytes: number): Buffer[] {
+  let skip = bytes;
+  const left: Buffer[] = [];
+  for (const buffer of buffers) {
+    if (skip >= buffer.length) skip -= buffer.length;
+    else {
+      left.push(skip > 0 ? buffer.subarray(skip) : buffer);
+      skip = 0;
+    }
+  }
+  return left;
 }
 
 /** Creates the file the parts are written into ('wx': never through an existing file or link). */
