@@ -9,7 +9,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { ErrorStatus } from '../commands/error-status.ts';
 import { createAddressPolicy } from './address-policy.ts';
 import { DownloadError, downloadToFile } from './download.ts';
-import { afterBytes, planRanges } from './ranged-download.ts';
+import { planRanges } from './ranged-download.ts';
 
 /** Small enough for a test, large enough for 4 parts of several reads each. */
 const FILE = randomBytes(1 << 20);
@@ -257,13 +257,5 @@ describe('planRanges', () => {
     assert.equal(planRanges(answer(base, 203), { parts: 2, minBytes: 1 }), null);
     assert.equal(planRanges(answer({ ...base, 'content-length': undefined }), { parts: 2, minBytes: 1 }), null);
     assert.equal(planRanges(answer(base), { parts: 1, minBytes: 1 }), null);
-  });
-});
-
-describe('afterBytes', () => {
-  test('what a short write left of the gathered chunks', () => {
-    const chunks = [Buffer.from('abc'), Buffer.from('de'), Buffer.from('fgh')];
-    const left = (bytes: number) => Buffer.concat(afterBytes(chunks, bytes)).toString();
-    assert.deepEqual([0, 1, 3, 4, 5, 7, 8].map(left), ['abcdefgh', 'bcdefgh', 'defgh', 'efgh', 'fgh', 'h', '']);
   });
 });

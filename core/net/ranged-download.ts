@@ -9,6 +9,8 @@
 // caller fetches the file whole, as it would have without ranges.
 import type { IncomingMessage } from 'node:http';
 import { open, type FileHandle } from 'node:fs/promises';
+import { writeBodyAt, writeStartAt } from '../storage/positioned-writes.ts';
+import { ObjectSizeMismatch } from '../storage/storage.ts';
 
 /** The answer was not the exact range asked for: fetch the file whole instead. */
 export class RangesRefused extends Error {
@@ -60,55 +62,20 @@ export function checkRangeAnswer(response: IncomingMessage, [first, last]: [numb
   }
 }
 
-/** Bytes gathered before each write: few calls into the file system for large media. */
-const WRITE_BYTES = 1 << 20;
-
 /**
- * Writes `length` bytes of `body` at `position` in `file`. `exact`: the body must end right there (a
- * ranged answer); otherwise (the first, whole answer) reading stops after them and the body is closed.
+ * Writes `length` bytes of `body` at `position` in `file`, then closes the body. `exact`: the body
+ * must end right there (a ranged answer); otherwise (the first, whole answer) reading stops there.
  */
 export async function writePart(body: IncomingMessage, file: FileHandle, position: number, length: number, exact: boolean): Promise<void> {
-  let written = 0;
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  const flush = async () => {
-    let buffers = pending;
-    const bytes = pendingBytes;
-    pending = [];
-    pendingBytes = 0;
-    // One call for the gathered chunks, without copying them into one buffer first.
-    for (let done = 0; done < bytes;) {
-      const { bytesWritten } = await file.writev(buffers, position + written + done);
-      done += bytesWritten;
-      buffers = afterBytes(buffers, bytesWritten);
-    }
-    written += bytes;
-  };
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    const room = length - written - pendingBytes;
-    if (chunk.length > room && exact) throw new RangesRefused(`a range answer ran past its ${length} bytes`);
-    pending.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-    pendingBytes += Math.min(chunk.length, room);
-    if (pendingBytes >= WRITE_BYTES || written + pendingBytes === length) await flush();
-    if (written === length) break;
+  try {
+    if (exact) await writeBodyAt(file, position, body, length);
+    else await writeStartAt(file, position, body, length);
+  } catch (error) {
+    if (error instanceof ObjectSizeMismatch) throw new RangesRefused(`a part of ${length} bytes came with ${error.message}`);
+    throw error;
+  } finally {
+    body.destroy(); // the whole answer's rest is another part's
   }
-  if (pendingBytes > 0) await flush();
-  body.destroy(); // the whole answer's rest is another part's
-  if (written !== length) throw new RangesRefused(`a part ended after ${written} of its ${length} bytes`);
-}
-
-/** What is left of `buffers` after their first `bytes` bytes (a short write). */
-export function afterBytes(buffers: Buffer[], bytes: number): Buffer[] {
-  let skip = bytes;
-  const left: Buffer[] = [];
-  for (const buffer of buffers) {
-    if (skip >= buffer.length) skip -= buffer.length;
-    else {
-      left.push(skip > 0 ? buffer.subarray(skip) : buffer);
-      skip = 0;
-    }
-  }
-  return left;
 }
 
 /** Creates the file the parts are written into ('wx': never through an existing file or link). */

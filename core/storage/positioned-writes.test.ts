@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { ObjectSizeMismatch } from './storage.ts';
-import { WAITING_BYTES_LIMIT, writeBodyAt } from './positioned-writes.ts';
+import { WAITING_BYTES_LIMIT, writeBodyAt, writeStartAt } from './positioned-writes.ts';
 
 /** A file of `size` zero bytes in a folder of its own, open for writing. */
 async function fileFixture(size: number) {
@@ -119,6 +119,32 @@ test('reading waits while more than the limit waits behind a slow write', async 
     await done;
     clearInterval(releaser);
     assert.equal(read, 64);
+  } finally {
+    await f.close();
+  }
+});
+
+test('the start of a body: its first bytes at the position, read no further; a body shorter than that is refused', async () => {
+  const f = await fileFixture(1000);
+  try {
+    const chunks = [randomBytes(300), randomBytes(300), randomBytes(300), randomBytes(300)];
+    let pulled = 0;
+    const body = Readable.from(
+      (function* () {
+        for (const chunk of chunks) {
+          pulled++;
+          yield chunk;
+        }
+      })(),
+      { highWaterMark: 1 }, // reads one chunk ahead at most
+    );
+    await writeStartAt(f.file, 100, body, 450);
+    const stored = await readFile(f.path);
+    assert.deepEqual(stored.subarray(100, 550), Buffer.concat(chunks).subarray(0, 450));
+    assert.deepEqual(stored.subarray(550), Buffer.alloc(450), 'nothing past the start');
+    assert.ok(pulled <= 3, `pulled ${pulled} chunks for 450 bytes`);
+    assert.equal(body.destroyed, false, 'left to the caller to close');
+    await assert.rejects(writeStartAt(f.file, 0, Readable.from([Buffer.alloc(60)]), 100), ObjectSizeMismatch);
   } finally {
     await f.close();
   }

@@ -1,9 +1,10 @@
-// A request body written into a file at a position, for uploads. Chunks arrive from the socket in
-// pieces of a few KiB to 64 KiB; writing each one and waiting for it before reading the next held the
-// body back by one thread-pool round trip per chunk. Here reading goes on while a write is in flight,
-// and what arrived meanwhile goes in the next write, as one writev. (A Transform and a write stream in
-// a pipeline cost uploads a tenth of their throughput, hence a plain loop over the body.) Leaving the
-// loop early drops the rest of the body (read, not written).
+// A request body written into a file at a position, for uploads (and a download's parts,
+// core/net/ranged-download.ts). Chunks arrive from the socket in pieces of a few KiB to 64 KiB;
+// writing each one and waiting for it before reading the next held the body back by one thread-pool
+// round trip per chunk. Here reading goes on while a write is in flight, and what arrived meanwhile
+// goes in the next write, as one writev. (A Transform and a write stream in a pipeline cost uploads a
+// tenth of their throughput, hence a plain loop over the body.) Leaving the loop early drops the rest
+// of the body (read, not written).
 import type { FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { ObjectSizeMismatch } from './storage.ts';
@@ -39,6 +40,27 @@ export async function writeBodyAt(
     // A write failed (e.g. ENOSPC): the rest of the body is read and dropped, not cut off, so that a
     // request's sender gets the answer (a reset connection would lose it). Bounded by its declared size.
     if (!body.readableEnded && !body.destroyed) body.resume();
+  }
+}
+
+/**
+ * Writes the first `size` bytes of `body` at `position`, the same way, and reads no further: the
+ * caller closes the body. ObjectSizeMismatch when the body ends before.
+ */
+export async function writeStartAt(file: FileHandle, position: number, body: Readable, size: number): Promise<void> {
+  const writes = new WriteQueue(file, position);
+  let seen = 0;
+  try {
+    for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      const take = Math.min(chunk.length, size - seen);
+      seen += take;
+      await writes.add(take < chunk.length ? chunk.subarray(0, take) : chunk);
+      if (seen === size) break;
+    }
+    if (seen !== size) throw new ObjectSizeMismatch(size, String(seen));
+    await writes.drain();
+  } finally {
+    await writes.settle();
   }
 }
 
