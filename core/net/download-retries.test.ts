@@ -120,3 +120,29 @@ test('a cancelled download stops waiting to try again', async () => {
     await server.close();
   }
 });
+
+test('a file fetched in ranges whose parts failed is tried again over one connection', async () => {
+  const file = Buffer.alloc(4096, 7);
+  const ranges: string[] = [];
+  // Takes ranges, but drops every ranged GET: the first try fails, the next one must not ask for ranges.
+  const server: Server = createServer((req, res) => {
+    if (req.headers.range) {
+      ranges.push(req.headers.range);
+      return void req.socket.destroy();
+    }
+    res.writeHead(200, { 'content-length': file.length, 'accept-ranges': 'bytes', etag: '"v1"' }).end(file);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/clip.mp4`;
+  try {
+    await inTempDir(async (dir) => {
+      const result = await downloadWithRetries(url, join(dir, 'in.mp4'), { ...opts, maxBytes: 10_000, rangedMinBytes: 1024 }, quick);
+      assert.equal(result.bytes, file.length);
+      assert.deepEqual(await readFile(join(dir, 'in.mp4')), file);
+      assert.equal(ranges.length, 3, 'ranges on the first try only');
+    });
+  } finally {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  }
+});

@@ -15,7 +15,8 @@ export async function downloadWithRetries(
 ): Promise<DownloadResult> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await downloadToFile(url, destPath, opts);
+      // Another try of a large file takes one connection, not several that may fail the same way.
+      return await downloadToFile(url, destPath, attempt === 0 ? opts : { ...opts, rangedParts: 1 });
     } catch (err) {
       const delay = delaysMs[attempt];
       if (!(err instanceof DownloadError) || !err.retryable || delay === undefined || opts.signal?.aborted) {

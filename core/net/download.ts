@@ -244,7 +244,7 @@ async function saveInRanges(
       'if-range': plan.validator,
     });
     try {
-      checkRangeAnswer(response, [firstByte, lastByte], plan.size);
+      checkRangeAnswer(response, [firstByte, lastByte], plan);
       await writePart(response, file, firstByte, lastByte - firstByte + 1, true);
     } finally {
       request.destroy();
@@ -260,23 +260,23 @@ async function saveInRanges(
     }),
   );
   const outcomes = await Promise.allSettled(parts);
-  await file.close();
-  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-  if (failed) {
-    await unlink(tempPath).catch(() => {});
+  try {
+    await file.close();
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     // The part that failed first is the cause; the others were stopped by it.
-    throw stop.signal.aborted ? stop.signal.reason : failed.reason;
-  }
-  await rename(tempPath, destPath).catch(async (error: unknown) => {
+    if (failed) throw stop.signal.aborted ? stop.signal.reason : failed.reason;
+    await rename(tempPath, destPath);
+    return plan.size;
+  } catch (error) {
     await unlink(tempPath).catch(() => {});
     throw error;
-  });
-  return plan.size;
+  }
 }
 
 function explainFailure(error: unknown, target: URL, opts: DownloadOptions, deadline: AbortSignal): unknown {
-  if (error instanceof DownloadError) return error;
+  // Cancelled: whatever failed on the way out (a part, a timeout at the same moment) is not the cause.
   if (opts.signal?.aborted) return opts.signal.reason;
+  if (error instanceof DownloadError) return error;
   if (isOutOfSpace(error)) {
     return new DownloadError(ErrorStatus.OUT_OF_SPACE, outOfSpaceMessage(`downloading ${describe(target)}`));
   }

@@ -146,7 +146,7 @@ describe('downloadToFile in ranges', () => {
     const dir = await tempDir(t);
     const host = await startRangeHost(t, {
       answerRange: (res, first, last, body) => {
-        res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}` }); // chunked
+        res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}`, etag: '"v1"' }); // chunked
         res.end(Buffer.concat([body.subarray(first, last + 1), Buffer.from('and then some')]));
       },
     });
@@ -167,6 +167,21 @@ describe('downloadToFile in ranges', () => {
     await downloadToFile(host.url, dest, inRanges);
     const got = await readFile(dest);
     assert.ok(got.equals(changed) || got.equals(FILE), 'one version, whole');
+  });
+
+  test('a host that ignores If-Range and answers ranges of a newer file is refused: one version, whole', async (t) => {
+    const dir = await tempDir(t);
+    const changed = randomBytes(FILE.length);
+    const host = await startRangeHost(t, {
+      answerRange: (res, first, last) =>
+        res
+          .writeHead(206, { 'content-range': `bytes ${first}-${last}/${changed.length}`, 'content-length': last - first + 1, etag: '"v2"' })
+          .end(changed.subarray(first, last + 1)),
+    });
+    const dest = path.join(dir, 'in.mp4');
+    await downloadToFile(host.url, dest, inRanges);
+    assert.ok((await readFile(dest)).equals(FILE), 'the version of the whole answer, not parts of two');
+    assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' });
   });
 
   test('one connection when the host does not say it takes ranges, gives no validator or only a weak ETag, or the file is small', async (t) => {
@@ -190,7 +205,7 @@ describe('downloadToFile in ranges', () => {
     const dir = await tempDir(t);
     const host = await startRangeHost(t, {
       answerRange: (res, first, last, body) => {
-        res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}`, 'content-length': last - first + 1 });
+        res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}`, 'content-length': last - first + 1, etag: '"v1"' });
         res.write(body.subarray(first, first + 1000));
         setImmediate(() => res.socket?.destroy());
       },
@@ -249,10 +264,18 @@ describe('planRanges', () => {
     });
   });
 
-  test('uses Last-Modified when there is no strong ETag; none for compressed answers, other statuses or unknown sizes', () => {
+  test('uses a Last-Modified a second older than the answer when there is no strong ETag; none for compressed answers, other statuses or unknown sizes', () => {
     const lastModified = 'Sun, 29 Nov 2026 04:00:00 GMT';
-    const base = { 'content-length': '100', 'accept-ranges': 'bytes', 'last-modified': lastModified };
+    const base = {
+      'content-length': '100',
+      'accept-ranges': 'bytes',
+      'last-modified': lastModified,
+      date: 'Sun, 29 Nov 2026 04:00:01 GMT',
+    };
     assert.equal(planRanges(answer({ ...base, etag: 'W/"weak"' }), { parts: 2, minBytes: 1 })?.validator, lastModified);
+    // Modified in the second it was served: a rewrite within that second would keep the date (RFC 9110, 8.8.2.2).
+    assert.equal(planRanges(answer({ ...base, date: lastModified }), { parts: 2, minBytes: 1 }), null);
+    assert.equal(planRanges(answer({ ...base, date: undefined }), { parts: 2, minBytes: 1 }), null);
     assert.equal(planRanges(answer({ ...base, 'content-encoding': 'gzip' }), { parts: 2, minBytes: 1 }), null);
     assert.equal(planRanges(answer(base, 203), { parts: 2, minBytes: 1 }), null);
     assert.equal(planRanges(answer({ ...base, 'content-length': undefined }), { parts: 2, minBytes: 1 }), null);

@@ -7,7 +7,7 @@
 // with If-Range so a file that changed in between is never stitched from two versions. Every part
 // must come back exactly as asked (206, the same Content-Range, the same total); anything else and the
 // caller fetches the file whole, as it would have without ranges.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { open, type FileHandle } from 'node:fs/promises';
 import { writeBodyAt, writeStartAt } from '../storage/positioned-writes.ts';
 import { ObjectSizeMismatch } from '../storage/storage.ts';
@@ -23,7 +23,7 @@ export class RangesRefused extends Error {
 export interface RangePlan {
   /** The whole file's size (the first answer's Content-Length). */
   size: number;
-  /** Sent as If-Range: the first answer's strong ETag, else its Last-Modified. */
+  /** Sent as If-Range, and required of every part's answer: the first answer's strong ETag, else its Last-Modified. */
   validator: string;
   /** [first byte, last byte] of each part, in order; the first part is the first answer's. */
   parts: [number, number][];
@@ -40,9 +40,7 @@ export function planRanges(response: IncomingMessage, o: { parts: number; minByt
   if (response.statusCode !== 200 || o.parts < 2 || !Number.isSafeInteger(size) || size < o.minBytes || size < o.parts) return null;
   if (!/(^|,)\s*bytes\s*(,|$)/i.test(h['accept-ranges'] ?? '')) return null;
   if (h['content-encoding'] !== undefined && h['content-encoding'] !== 'identity') return null;
-  // A weak ETag may not be used with If-Range (RFC 9110, 13.1.5).
-  const etag = h.etag && !h.etag.startsWith('W/') ? h.etag : undefined;
-  const validator = etag ?? h['last-modified'];
+  const validator = strongValidator(h);
   if (!validator) return null;
   const partSize = Math.ceil(size / o.parts);
   const parts: [number, number][] = [];
@@ -50,10 +48,28 @@ export function planRanges(response: IncomingMessage, o: { parts: number; minByt
   return { size, validator, parts };
 }
 
-/** The answer to a ranged GET is exactly the range asked for, or RangesRefused says what it was instead. */
-export function checkRangeAnswer(response: IncomingMessage, [first, last]: [number, number], size: number): void {
+/**
+ * What If-Range may carry (RFC 9110, 13.1.5): a strong ETag; else a Last-Modified at least a second
+ * older than the answer's Date (a file rewritten within the same second would keep the same date).
+ */
+function strongValidator(h: IncomingHttpHeaders): string | null {
+  if (h.etag && !h.etag.startsWith('W/')) return h.etag;
+  const modified = Date.parse(h['last-modified'] ?? '');
+  const answered = Date.parse(h.date ?? '');
+  return answered - modified >= 1000 ? h['last-modified']! : null;
+}
+
+/**
+ * The answer to a ranged GET is exactly the range asked for, of the version the plan saw, or
+ * RangesRefused says what it was instead. The version is checked on the answer itself too: a host may
+ * ignore If-Range and answer the range of a newer file of the same size.
+ */
+export function checkRangeAnswer(response: IncomingMessage, [first, last]: [number, number], plan: RangePlan): void {
+  const { size, validator } = plan;
   const expected = `bytes ${first}-${last}/${size}`;
   if (response.statusCode !== 206) throw new RangesRefused(`a range request was answered HTTP ${response.statusCode}, not 206`);
+  const version = validator.startsWith('"') ? response.headers.etag : response.headers['last-modified'];
+  if (version !== validator) throw new RangesRefused(`a range request was answered for version ${version ?? '(none)'}, not ${validator}`);
   const range = response.headers['content-range'];
   if (range !== expected) throw new RangesRefused(`a range request for ${expected} was answered with Content-Range ${range ?? '(none)'}`);
   const length = response.headers['content-length'];
