@@ -34,9 +34,9 @@ describe('input downloads', () => {
   const large = wav(360); // about 66 MiB: fetched in ranges
   /** Every GET: its path, Range and If-Range. */
   const gets: { path: string; range: string; ifRange: string }[] = [];
-  /** /held.wav answers only once /other.wav has been asked for (or after 20 s). */
-  let releaseHeld: (() => void) | null = null;
-  let heldWasWaitingWhenOtherCame = false;
+  /** /a.wav and /b.wav are answered only once both have been asked for (or after 20 s each). */
+  const held: { release: () => void; timer: NodeJS.Timeout }[] = [];
+  let bothAskedAtOnce = false;
 
   const serve = (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '';
@@ -51,17 +51,20 @@ describe('input downloads', () => {
       return void res.end(body.subarray(first, last + 1));
     }
     const whole = () => res.writeHead(200, { 'content-length': body.length, 'accept-ranges': 'bytes', etag }).end(body);
-    if (path === '/other.wav') {
-      heldWasWaitingWhenOtherCame = releaseHeld !== null;
-      releaseHeld?.();
-    }
-    if (path !== '/held.wav') return whole();
-    const timer = setTimeout(() => releaseHeld?.(), 20_000);
-    releaseHeld = () => {
-      clearTimeout(timer);
-      releaseHeld = null;
-      whole();
+    if (path !== '/a.wav' && path !== '/b.wav') return whole();
+    const entry = {
+      release: whole,
+      // Asked for one at a time: answered after a while, and no longer waiting.
+      timer: setTimeout(() => held.splice(held.indexOf(entry), 1)[0]?.release(), 20_000),
     };
+    held.push(entry);
+    if (held.length === 2) {
+      bothAskedAtOnce = true;
+      for (const waiting of held.splice(0)) {
+        clearTimeout(waiting.timer);
+        waiting.release();
+      }
+    }
   };
 
   before(async () => {
@@ -77,18 +80,18 @@ describe('input downloads', () => {
     await new Promise((r) => host?.close(r));
   });
 
-  test("a command's inputs are fetched at once: the second is asked for while the first is still coming", async () => {
+  test("a command's inputs are fetched at once: each is asked for while the other is still coming", async () => {
     const api = svc.client();
     const id = await api.submit({
-      input_files: { in_1: `${base}/held.wav`, in_2: `${base}/other.wav` },
+      input_files: { in_1: `${base}/a.wav`, in_2: `${base}/b.wav` },
       output_files: { out_1: 'mixed.wav' },
       ffmpeg_command: '-i {{in_1}} -i {{in_2}} -filter_complex amix=inputs=2 -t 1 {{out_1}}',
       vcpu_count: 1,
     });
     const { record: end } = await api.waitForEnd(id);
     assert.equal(end.status, 'SUCCESS', JSON.stringify(end));
-    // One at a time, /other.wav would be asked for only after /held.wav gave up waiting (20 s).
-    assert.equal(heldWasWaitingWhenOtherCame, true);
+    // One at a time, the second would be asked for only after the first was answered (after 20 s).
+    assert.equal(bothAskedAtOnce, true);
   });
 
   test('a large input from a host that takes byte ranges comes in 4 parts, each tied to its version', async () => {
