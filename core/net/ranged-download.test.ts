@@ -255,6 +255,7 @@ describe('planRanges', () => {
     assert.deepEqual(plan, {
       size: 10,
       validator: '"x"',
+      validatorHeader: 'etag',
       parts: [
         [0, 2],
         [3, 5],

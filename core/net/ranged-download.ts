@@ -4,9 +4,10 @@
 //
 // The first GET (already answered, its head read) brings the first part and is then closed; the other
 // parts are ranged GETs of the same URL, each through the same address checks (guarded-request.ts),
-// with If-Range so a file that changed in between is never stitched from two versions. Every part
-// must come back exactly as asked (206, the same Content-Range, the same total); anything else and the
-// caller fetches the file whole, as it would have without ranges.
+// with If-Range, and each answer's own ETag (or Last-Modified) checked, so a file that changed in
+// between is never stitched from two versions. Every part must come back exactly as asked (206, the
+// same Content-Range, the same total); anything else and the caller fetches the file whole, as it
+// would have without ranges.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { open, type FileHandle } from 'node:fs/promises';
 import { writeBodyAt, writeStartAt } from '../storage/positioned-writes.ts';
@@ -25,6 +26,8 @@ export interface RangePlan {
   size: number;
   /** Sent as If-Range, and required of every part's answer: the first answer's strong ETag, else its Last-Modified. */
   validator: string;
+  /** Which of the two it is. */
+  validatorHeader: 'etag' | 'last-modified';
   /** [first byte, last byte] of each part, in order; the first part is the first answer's. */
   parts: [number, number][];
 }
@@ -40,23 +43,23 @@ export function planRanges(response: IncomingMessage, o: { parts: number; minByt
   if (response.statusCode !== 200 || o.parts < 2 || !Number.isSafeInteger(size) || size < o.minBytes || size < o.parts) return null;
   if (!/(^|,)\s*bytes\s*(,|$)/i.test(h['accept-ranges'] ?? '')) return null;
   if (h['content-encoding'] !== undefined && h['content-encoding'] !== 'identity') return null;
-  const validator = strongValidator(h);
-  if (!validator) return null;
+  const validatorHeader = strongValidator(h);
+  if (!validatorHeader) return null;
   const partSize = Math.ceil(size / o.parts);
   const parts: [number, number][] = [];
   for (let first = 0; first < size; first += partSize) parts.push([first, Math.min(size, first + partSize) - 1]);
-  return { size, validator, parts };
+  return { size, validator: h[validatorHeader]!, validatorHeader, parts };
 }
 
 /**
  * What If-Range may carry (RFC 9110, 13.1.5): a strong ETag; else a Last-Modified at least a second
  * older than the answer's Date (a file rewritten within the same second would keep the same date).
  */
-function strongValidator(h: IncomingHttpHeaders): string | null {
-  if (h.etag && !h.etag.startsWith('W/')) return h.etag;
+function strongValidator(h: IncomingHttpHeaders): 'etag' | 'last-modified' | null {
+  if (h.etag && !h.etag.startsWith('W/')) return 'etag';
   const modified = Date.parse(h['last-modified'] ?? '');
   const answered = Date.parse(h.date ?? '');
-  return answered - modified >= 1000 ? h['last-modified']! : null;
+  return answered - modified >= 1000 ? 'last-modified' : null;
 }
 
 /**
@@ -65,10 +68,10 @@ function strongValidator(h: IncomingHttpHeaders): string | null {
  * ignore If-Range and answer the range of a newer file of the same size.
  */
 export function checkRangeAnswer(response: IncomingMessage, [first, last]: [number, number], plan: RangePlan): void {
-  const { size, validator } = plan;
+  const { size, validator, validatorHeader } = plan;
   const expected = `bytes ${first}-${last}/${size}`;
   if (response.statusCode !== 206) throw new RangesRefused(`a range request was answered HTTP ${response.statusCode}, not 206`);
-  const version = validator.startsWith('"') ? response.headers.etag : response.headers['last-modified'];
+  const version = response.headers[validatorHeader];
   if (version !== validator) throw new RangesRefused(`a range request was answered for version ${version ?? '(none)'}, not ${validator}`);
   const range = response.headers['content-range'];
   if (range !== expected) throw new RangesRefused(`a range request for ${expected} was answered with Content-Range ${range ?? '(none)'}`);
