@@ -79,6 +79,23 @@ describe('downloadInputs', () => {
     assert.equal((await downloadInputs(storage, dir, signal)).bytes, 2 * 'clip bytes'.length);
   });
 
+  test('an input at a refused IP address fails the command before any input is fetched', async () => {
+    const spec = stepSpec(command, {
+      inputs: [
+        { alias: 'in_1', url: `${server.url}/media/clip.mp4`, source: 'external' },
+        { alias: 'in_2', url: 'http://169.254.169.254/latest/meta-data.mp4', source: 'external' },
+      ],
+      outputs: noOutputs,
+      allow: [server.allowEntry],
+    });
+    const message = await stepFailure(downloadInputs(spec, dir, signal), ErrorStatus.FORBIDDEN_INPUT_ADDRESS);
+    assert.match(
+      message,
+      /^input in_2: GET http:\/\/169\.254\.169\.254\/latest\/meta-data\.mp4 refused: 169\.254\.169\.254 is not a public address/,
+    );
+    assert.deepEqual(server.requests, [], 'in_1 was not fetched either');
+  });
+
   test('a URL without a file name fails INVALID_INPUT_FILE_NAME, its query string left out of the message', async () => {
     const spec = stepSpec(command, {
       inputs: [

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { StepSpec } from '../core/jobs/step-spec.ts';
 import { createAddressPolicy } from '../core/net/address-policy.ts';
-import { DownloadError } from '../core/net/download.ts';
+import { DownloadError, refusedBeforeConnecting } from '../core/net/download.ts';
 import { downloadWithRetries } from '../core/net/download-retries.ts';
 import { fileNameFromUrl, safeLocalName } from '../core/net/file-name.ts';
 import { ArchiveRefused, DEFAULT_UNZIP_LIMITS, safeUnzip } from '../core/archive/safe-unzip.ts';
@@ -53,8 +53,8 @@ interface Download {
 }
 
 /**
- * Downloads the inputs (and the archive), a few at a time. Every local name is checked before the
- * first request. The first download that fails stops the others; once all have stopped (nothing is
+ * Downloads the inputs (and the archive), a few at a time. Every local name, and every address given
+ * as an IP literal, is checked before the first request. The first download that fails stops the others; once all have stopped (nothing is
  * still writing into the folder when this settles), the failure reported is that of the first input,
  * in the command's order, that failed of itself.
  */
@@ -71,6 +71,12 @@ export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortS
     downloads.push({ label: 'input_compressed_folder', url: spec.archive.url, source: spec.archive.source, path: archivePath });
   }
   const policy = createAddressPolicy(spec.download.allow);
+  const policyFor = (d: Download) => (d.source === 'storage' ? null : policy);
+  // Refusals known without a connection, in the command's order: the first is the one named, always.
+  for (const d of downloads) {
+    const refused = refusedBeforeConnecting(d.url, policyFor(d));
+    if (refused) throw new StepFailure(refused.errorStatus, `${d.label}: ${refused.message}`);
+  }
   const stop = new AbortController();
   const downloadSignal = AbortSignal.any([signal, stop.signal]);
   /** Each download that failed of itself, by its place in `downloads`. */
@@ -83,7 +89,7 @@ export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortS
       const result = await downloadWithRetries(d.url, destPath, {
         maxBytes: spec.download.maxBytes,
         timeoutMs: spec.download.timeoutSeconds * 1000,
-        policy: d.source === 'storage' ? null : policy,
+        policy: policyFor(d),
         signal: downloadSignal,
       });
       bytes += result.bytes;

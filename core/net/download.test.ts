@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { ErrorStatus } from '../commands/error-status.ts';
 import { createAddressPolicy } from './address-policy.ts';
 import type { AddressPolicy } from './address-policy.ts';
-import { DownloadError, downloadToFile } from './download.ts';
+import { DownloadError, downloadToFile, refusedBeforeConnecting } from './download.ts';
 import { freePort } from './testing/free-port.ts';
 import { fileNameFromUrl, safeLocalName } from './file-name.ts';
 
@@ -344,6 +344,22 @@ describe('downloadToFile', () => {
     const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /credentials/);
     assert.doesNotMatch(error.message, /hunter2|alice/);
     assert.equal(server.connections(), 0);
+  });
+});
+
+describe('refusedBeforeConnecting', () => {
+  test('answers what downloadToFile refuses before opening anything, with the same error; null for the rest', async () => {
+    const policy = createAddressPolicy([]);
+    for (const url of ['http://127.0.0.1:9/a.mp4', 'ftp://example.com/a.mp4', 'http://user:pw@example.com/a.mp4', 'not a url']) {
+      const early = refusedBeforeConnecting(url, policy);
+      assert.ok(early, url);
+      const late = await downloadToFile(url, '/nonexistent/in.mp4', options(policy)).catch((e: unknown) => e);
+      assert.ok(late instanceof DownloadError);
+      assert.deepEqual([early.errorStatus, early.message], [late.errorStatus, late.message], url);
+    }
+    // Names are resolved when connecting; trusted URLs (no policy) are not checked.
+    assert.equal(refusedBeforeConnecting('http://localhost:9/a.mp4', policy), null);
+    assert.equal(refusedBeforeConnecting('http://127.0.0.1:9/a.mp4', null), null);
   });
 });
 

@@ -13,6 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import { isOutOfSpace, outOfSpaceMessage } from '../storage/out-of-space.ts';
 import { ErrorStatus } from '../commands/error-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
+import { hostOf, literalRefusal, portOf } from './guarded-connection.ts';
 import { guardedRequest, type GuardedResponse } from './guarded-request.ts';
 import { checkRangeAnswer, createPartsFile, planRanges, RangesRefused, writePart, type RangePlan } from './ranged-download.ts';
 
@@ -112,6 +113,22 @@ export async function downloadToFile(url: string, destPath: string, opts: Downlo
     }
   } catch (error) {
     throw explainFailure(error, target, opts, deadline);
+  }
+}
+
+/**
+ * What downloadToFile would refuse before opening anything (a URL it cannot fetch, an IP-literal
+ * host the policy refuses), with the same error; null when it would try. Lets a caller check a
+ * command's inputs in their order before any download starts.
+ */
+export function refusedBeforeConnecting(url: string, policy: AddressPolicy | null): DownloadError | null {
+  try {
+    const target = parseTarget(url, 'URL');
+    const refusal = literalRefusal(policy, hostOf(target), portOf(target));
+    return refusal ? forbidden(target, refusal) : null;
+  } catch (error) {
+    if (error instanceof DownloadError) return error;
+    throw error;
   }
 }
 
