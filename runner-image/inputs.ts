@@ -54,9 +54,9 @@ interface Download {
 
 /**
  * Downloads the inputs (and the archive), a few at a time. Every local name, and every address given
- * as an IP literal, is checked before the first request. The first download that fails stops the others; once all have stopped (nothing is
- * still writing into the folder when this settles), the failure reported is that of the first input,
- * in the command's order, that failed of itself.
+ * as an IP literal, is checked before the first request. The first download that fails stops the
+ * others; once all have stopped (nothing is still writing into the folder when this settles), the
+ * failure reported is that of the first input, in the command's order, that failed of itself.
  */
 export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortSignal): Promise<DownloadedInputs> {
   const paths = inputPaths(spec);
