@@ -101,3 +101,36 @@ export async function openEventStream(
   })();
   return stream;
 }
+
+/** A command's `end` event: its record (what GET /v1/commands/{id} answers) and when it was parsed. */
+export interface EndedCommand {
+  record: any;
+  /** performance.now() when the `end` event was parsed. */
+  at: number;
+}
+
+/**
+ * Waits for the command to end as a client of the event stream does: it reconnects with Last-Event-ID
+ * when a stream closes before the `end` event, and waits Retry-After on a 429 (too many open streams).
+ */
+export async function waitForEnd(baseUrl: string, key: string, commandId: string, timeoutMs = 600_000): Promise<EndedCommand> {
+  const deadline = Date.now() + timeoutMs;
+  let lastEventId: string | undefined;
+  while (Date.now() < deadline) {
+    const stream = await openEventStream(baseUrl, key, commandId, { lastEventId });
+    if (stream.status === 429) {
+      await new Promise((r) => setTimeout(r, Number(stream.headers.get('retry-after') ?? 1) * 1000));
+      continue;
+    }
+    if (stream.status !== 200) throw new Error(`GET .../events answered ${stream.status}: ${JSON.stringify(stream.body)}`);
+    try {
+      for (let e = await stream.next(deadline - Date.now()); e !== null; e = await stream.next(deadline - Date.now())) {
+        lastEventId = e.id ?? lastEventId;
+        if (e.event === 'end') return { record: JSON.parse(e.data), at: e.at };
+      }
+    } finally {
+      stream.close();
+    }
+  }
+  throw new Error(`command ${commandId} did not end within ${timeoutMs} ms`);
+}

@@ -5,7 +5,7 @@
 //   two inputs:  two 18 MB clips, -i {{in_1}} -i {{in_2}} -map 0:v -map 1:a -c copy {{out_1}}
 //   one input:   an 80 MB clip,   -i {{in_1}} -c copy {{out_1}}
 // vcpu_count 1. The service runs as `npm start` runs it (compiled, local storage); a client submits
-// and polls every 20 ms until SUCCESS. The baseline does the same work directly, as a user would:
+// and waits for the command's `end` event (GET /v1/commands/{id}/events). The baseline does the same work directly, as a user would:
 // curl downloads the inputs (two at once: `curl --parallel --parallel-immediate`, a connection each),
 // then ffmpeg, ffprobe and `cp` into a folder. Runs alternate between the two.
 // Run: node --import tsx e2e/bench/paced-inputs.ts [runs=5]
@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, startServiceProcess } from '../harness.ts';
+import { waitForEnd } from '../event-stream-client.ts';
 import { median, reportRow } from './stats.ts';
 
 const run = promisify(execFile);
@@ -121,16 +122,10 @@ async function throughService(api: ApiClient, c: Case): Promise<number> {
     output_files: { out_1: 'out.mp4' },
     vcpu_count: 1,
   });
-  for (;;) {
-    const res = await api.get(`/v1/commands/${id}`);
-    if (res.body.status === 'SUCCESS') {
-      const ms = performance.now() - t0;
-      for (const out of Object.values<{ file_id: string }>(res.body.output_files)) await api.request('DELETE', `/v1/files/${out.file_id}`);
-      return ms;
-    }
-    if (res.body.status === 'FAILED') throw new Error(JSON.stringify(res.body));
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const { record, at } = await waitForEnd(api.base, api.key, id);
+  if (record.status !== 'SUCCESS') throw new Error(JSON.stringify(record));
+  for (const out of Object.values<{ file_id: string }>(record.output_files)) await api.request('DELETE', `/v1/files/${out.file_id}`);
+  return at - t0;
 }
 
 try {
