@@ -1,7 +1,6 @@
 // UPLOADING: every declared output is checked, probed and PUT to its presigned URL. Playlists and
 // OUTPUT_FOLDER travel as one zip each (their file names are only known once ffmpeg has run).
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ErrorStatus } from '../core/commands/error-status.ts';
 import type { OutputResult, StepOutput } from '../core/jobs/step-spec.ts';
@@ -13,6 +12,7 @@ import { INPUT_DIR, OUTPUT_DIR } from './inputs.ts';
 import { StepFailure } from './step-failure.ts';
 import { putFile, StorageAnswer } from './put-file.ts';
 import { putParts } from './put-parts.ts';
+import { writeBack } from './write-behind.ts';
 import type { OutputUploadPlan, ReportedUpload } from '../core/jobs/output-parts.ts';
 import { outOfSpaceMessage } from '../core/storage/out-of-space.ts';
 
@@ -70,8 +70,8 @@ export async function collectOutputs(
 async function uploadFile(output: StepOutput, dir: string, o: CollectOptions): Promise<OutputResult> {
   const path = join(dir, OUTPUT_DIR, output.alias, output.fileName);
   const size = await nonEmptySize(path, output);
-  // Local storage makes the file durable before it stores it: the disk writes it back while ffprobe reads it.
-  const flushed = o.handoffDir ? startWriteBack(path) : null;
+  // Local storage makes the file durable before it stores it: the disk writes back what is left while ffprobe reads it.
+  const flushed = o.handoffDir ? writeBack(path) : null;
   const media = await o.prober.describe(path, output.fileName);
   await flushed;
   const upload = await put(output, path, size, media.mime_type ?? contentTypeForFileName(output.fileName), o);
@@ -124,23 +124,6 @@ async function zipAndPut(
     media,
     ...upload,
   };
-}
-
-/**
- * Writes the file's data to disk (fdatasync), so the storage's own sync finds nothing left to write.
- * Only a head start: failing to do it changes nothing. Non-blocking and no links: a FIFO or a link put
- * there in place of the output is opened without waiting, seen not to be a file and left alone.
- */
-async function startWriteBack(path: string): Promise<void> {
-  const file = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (file === null) return;
-  try {
-    if ((await file.stat()).isFile()) await file.datasync();
-  } catch {
-    /* the storage syncs it anyway */
-  } finally {
-    await file.close();
-  }
 }
 
 function checkFileCount(output: StepOutput, count: number, maxFiles: number): void {

@@ -24,6 +24,7 @@ import { oomKillCount } from './memory-cgroup.ts';
 import { progressEvents } from './progress-events.ts';
 import { LogForwarder } from './log-forwarder.ts';
 import { PhaseClock } from './phase-clock.ts';
+import { startWriteBehind } from './write-behind.ts';
 
 export interface RunStepOptions {
   workRoot: string;
@@ -122,6 +123,8 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
         [o.workRoot, '<work>'],
       ],
     });
+    // Local storage syncs an output before it stores it: large ones go to disk as ffmpeg writes them.
+    const writeBehind = o.handoffDir ? startWriteBehind(outputFiles(spec, dir)) : null;
     const run = await runFfmpeg({
       ...ffmpegOptions,
       start: ffmpegAhead,
@@ -129,7 +132,10 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
       signal: o.signal,
       onProgress: progress.onProgress,
       onStderr: (chunk) => log.push(chunk),
-    }).finally(() => log.end());
+    }).finally(async () => {
+      log.end();
+      await writeBehind?.stop();
+    });
     ffmpegSeconds = run.seconds;
     progress.flush();
     if (run.timedOut) {
@@ -192,6 +198,11 @@ export async function runStep(spec: StepSpec, o: RunStepOptions): Promise<void> 
     prober.cancelAhead();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** Where ffmpeg writes the step's single-file outputs. */
+function outputFiles(spec: StepSpec, dir: string): string[] {
+  return spec.outputs.filter((output) => output.kind === 'file').map((output) => join(dir, OUTPUT_DIR, output.alias, output.fileName));
 }
 
 /** Why ffmpeg failed: a limit it hit, said plainly, then its own last lines. */
