@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, makeClip, startMediaServer, startServiceProcess } from '../harness.ts';
 import { KeepAliveClient, submitFromClients } from './keep-alive-client.ts';
-import { quantile, reportRow } from './stats.ts';
+import { processCpuSeconds, quantile, reportRow } from './stats.ts';
 import { unlimitedPlan } from './unlimited-plan.ts';
 
 const run = promisify(execFile);
@@ -88,12 +88,16 @@ try {
   // compiled and its runners started.
   await api.waitForEnd(await api.submit(submission));
   const direct = await directAll();
+  const cpuBefore = await processCpuSeconds(svc.pid);
   const { seconds: service, submitMs } = await serviceAll(api, new KeepAliveClient(svc.url, svc.key));
+  const serviceCpu = (await processCpuSeconds(svc.pid)) - cpuBefore;
   console.log(
     `${count} ${workload} commands: service ${service.toFixed(1)} s (${(count / service).toFixed(1)} per s), ` +
       `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ` +
       `ratio ${(service / direct).toFixed(2)}x`,
   );
+  // The service process's own CPU (not its runners'): what it costs per command, steadier than the ratio.
+  console.log(`  the service process used ${serviceCpu.toFixed(2)} s of CPU: ${((serviceCpu / count) * 1000).toFixed(0)} ms per command`);
   if (media) {
     reportRow({
       what: `${count} clip commands (as above) submitted at once, until all SUCCESS`,

@@ -15,6 +15,14 @@ export async function procStatusKiB(pid: number, ...fields: string[]): Promise<n
   return fields.map((field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN));
 }
 
+/** CPU time a process has used so far (user + system, all its threads, not its children), in seconds. */
+export async function processCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // After the command name, which may hold spaces: field 3 (state) onwards; utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks, USER_HZ = 100 on Linux
+}
+
 /** One row of the issue's table, as `npm run bench` (e2e/bench/all.ts) collects it from each benchmark's output. */
 export interface BenchRow {
   what: string;
