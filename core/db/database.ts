@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { takeTurnsWithRequests } from './pglite-fairness.ts';
+import { cacheStatements } from './pglite-statement-cache.ts';
 import { readTypesAsText } from './pglite-text-types.ts';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
@@ -102,9 +103,14 @@ async function openPglite(folder: string): Promise<Database> {
   }
 }
 
-/** An open PGlite as a Database: drizzle's text types set once, and polls' reads in the lane that goes first. */
+/**
+ * An open PGlite as a Database: statements prepared once, drizzle's text types set once, and polls'
+ * reads in the lane that goes first.
+ */
 function pgliteDatabase(client: PGlite, close: () => Promise<void>): Database {
-  readTypesAsText(client); // before takeTurnsWithRequests wraps client.query
+  // Innermost first: takeTurnsWithRequests queues what the others run.
+  cacheStatements(client);
+  readTypesAsText(client);
   const ahead = takeTurnsWithRequests(client);
   return {
     db: drizzlePglite(client, { schema }),

@@ -24,7 +24,7 @@ const asText = (value: string): string => value;
 /**
  * Makes `client` read TEXT_TYPES as text, and drops a query's `parsers` when they are for those types
  * only. Only drizzle queries this client, and it reads them as text anyway; the instance's other
- * parsers are unchanged. Call before anything else wraps `client.query`.
+ * parsers are unchanged. Call before takeTurnsWithRequests wraps `client.query`.
  */
 export function readTypesAsText(client: PGlite): void {
   for (const oid of TEXT_TYPES) client.parsers[oid] = asText;
