@@ -5,9 +5,10 @@
 //   two inputs:  two 18 MB clips, -i {{in_1}} -i {{in_2}} -map 0:v -map 1:a -c copy {{out_1}}
 //   one input:   an 80 MB clip,   -i {{in_1}} -c copy {{out_1}}
 // vcpu_count 1. The service runs as `npm start` runs it (compiled, local storage); a client submits
-// and waits for the command's `end` event (GET /v1/commands/{id}/events). The baseline does the same work directly, as a user would:
-// curl downloads the inputs (two at once: `curl --parallel --parallel-immediate`, a connection each),
-// then ffmpeg, ffprobe and `cp` into a folder. Runs alternate between the two.
+// and waits for the command's `end` event (GET /v1/commands/{id}/events). The baseline does the same
+// work directly, as a user would: curl downloads the inputs (two at once: `curl --parallel
+// --parallel-immediate`, a connection each), then ffmpeg, ffprobe and `cp` into a folder. Runs
+// alternate between the two.
 // Run: node --import tsx e2e/bench/paced-inputs.ts [runs=5]
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
