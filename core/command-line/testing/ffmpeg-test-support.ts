@@ -1,7 +1,7 @@
 // Helpers for the tests that hold the parser to the real ffmpeg binary (Debian's 5.1). Not used by
 // the service.
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { copyFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,12 +11,19 @@ const run = promisify(execFile);
 
 let scratch: string | undefined;
 
+/** The test process's scratch folder, removed when the process exits (each CI run left two behind). */
+function scratchFolder(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'ffmpeg-test-'));
+  process.once('exit', () => rmSync(folder, { recursive: true, force: true }));
+  return folder;
+}
+
 /**
  * Runs ffmpeg in `cwd` (by default a scratch folder: sample option values such as debug_kdtree=x
  * write files); resolves with its exit code and stderr, whatever the exit status.
  */
 export async function ffmpeg(args: string[], cwd?: string): Promise<{ code: number; stderr: string }> {
-  cwd ??= scratch ??= mkdtempSync(join(tmpdir(), 'ffmpeg-test-'));
+  cwd ??= scratch ??= scratchFolder();
   try {
     const { stderr } = await run('ffmpeg', ['-hide_banner', '-nostdin', ...args], { cwd, maxBuffer: 32 << 20 });
     return { code: 0, stderr };
