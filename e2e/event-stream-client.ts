@@ -1,5 +1,6 @@
 // A client of GET /v1/commands/{id}/events for the tests and the bench: fetch with the API key in
 // its header (as the dashboard does; EventSource cannot send headers), events parsed as they come.
+import { retryAfterMs } from './harness.ts';
 
 export interface StreamEvent {
   id: string | null;
@@ -110,16 +111,18 @@ export interface EndedCommand {
 }
 
 /**
- * Waits for the command to end as a client of the event stream does: it reconnects with Last-Event-ID
- * when a stream closes before the `end` event, and waits Retry-After on a 429 (too many open streams).
+ * Waits for the command to end as a client of the event stream does (ApiClient.waitForEnd polls
+ * instead): it reconnects with Last-Event-ID when a stream closes before the `end` event, and waits
+ * Retry-After on a 429 (too many open streams) or a 503 that asks for it.
  */
-export async function waitForEnd(baseUrl: string, key: string, commandId: string, timeoutMs = 600_000): Promise<EndedCommand> {
+export async function waitForEndEvent(baseUrl: string, key: string, commandId: string, timeoutMs = 600_000): Promise<EndedCommand> {
   const deadline = Date.now() + timeoutMs;
   let lastEventId: string | undefined;
   while (Date.now() < deadline) {
     const stream = await openEventStream(baseUrl, key, commandId, { lastEventId });
-    if (stream.status === 429) {
-      await new Promise((r) => setTimeout(r, Number(stream.headers.get('retry-after') ?? 1) * 1000));
+    const retryMs = retryAfterMs(stream);
+    if (retryMs !== null) {
+      await new Promise((r) => setTimeout(r, retryMs));
       continue;
     }
     if (stream.status !== 200) throw new Error(`GET .../events answered ${stream.status}: ${JSON.stringify(stream.body)}`);

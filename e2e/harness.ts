@@ -263,7 +263,7 @@ export class ApiClient {
 }
 
 /** What an answer's Retry-After asks for, in ms, when it asks the client to come back (429, or 503 with the header). */
-function retryAfterMs(res: { status: number; headers: Headers }): number | null {
+export function retryAfterMs(res: { status: number; headers: Headers }): number | null {
   const header = res.headers.get('retry-after');
   if (res.status !== 429 && !(res.status === 503 && header !== null)) return null;
   const seconds = Number(header ?? 1);

@@ -116,7 +116,7 @@ export function createStatementCache(client: PGlite, max = MAX_STATEMENTS): Stat
  * Makes `client.query`, and `query` of the transactions it starts, run through prepared statements.
  * Queries with options this does not handle (a blob, parameter types given) go to PGlite's own.
  */
-export function cacheStatements(client: PGlite, max = MAX_STATEMENTS): StatementCache {
+export function cacheStatements(client: PGlite, max = MAX_STATEMENTS): void {
   const cache = createStatementCache(client, max);
   const through =
     (own: PGlite['query'], inTransaction: boolean): PGlite['query'] =>
@@ -135,7 +135,6 @@ export function cacheStatements(client: PGlite, max = MAX_STATEMENTS): Statement
         tx.closed ? own<R>(text, params, options) : cached<R>(text, params, options)) as Transaction['query'];
       return callback(tx);
     });
-  return cache;
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { ApiClient, freePort, startServiceProcess, type ServiceProcess } from '../harness.ts';
-import { waitForEnd } from '../event-stream-client.ts';
+import { waitForEndEvent } from '../event-stream-client.ts';
 import { setSessionNiceness } from '../../core/confine/session-priority.ts';
 import { adminClient, startS3Server, type S3Server } from '../../core/storage/testing/s3-test-server.ts';
 import { median, reportRow } from './stats.ts';
@@ -137,7 +137,7 @@ async function throughService(api: ApiClient, c: Case): Promise<ServiceRun> {
     output_files: { out_1: c.output },
     vcpu_count: 2,
   });
-  const { record, at } = await waitForEnd(api.base, api.key, id);
+  const { record, at } = await waitForEndEvent(api.base, api.key, id);
   if (record.status !== 'SUCCESS') throw new Error(JSON.stringify(record));
   // Deleted after each run, as the baseline's copy is: the disk does not fill up run after run.
   for (const out of Object.values<{ file_id: string }>(record.output_files)) await api.request('DELETE', `/v1/files/${out.file_id}`);

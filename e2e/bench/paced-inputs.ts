@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, startServiceProcess } from '../harness.ts';
-import { waitForEnd } from '../event-stream-client.ts';
+import { waitForEndEvent } from '../event-stream-client.ts';
 import { median, reportRow } from './stats.ts';
 
 const run = promisify(execFile);
@@ -123,7 +123,7 @@ async function throughService(api: ApiClient, c: Case): Promise<number> {
     output_files: { out_1: 'out.mp4' },
     vcpu_count: 1,
   });
-  const { record, at } = await waitForEnd(api.base, api.key, id);
+  const { record, at } = await waitForEndEvent(api.base, api.key, id);
   if (record.status !== 'SUCCESS') throw new Error(JSON.stringify(record));
   for (const out of Object.values<{ file_id: string }>(record.output_files)) await api.request('DELETE', `/v1/files/${out.file_id}`);
   return at - t0;
