@@ -6,6 +6,8 @@
 //            (node:http on keep-alive connections, keep-alive-client.ts):
 //            submits per second, submit and poll latency.
 //   memory   the service's resident memory idle, and while those 1,000 commands wait.
+//   list     GET /v1/commands?limit=100 over 100 ended commands (a client watching a batch), wrk at 8
+//            connections, against the same bare route answering the same list; on a service of its own.
 // The service runs as `npm start` runs it (compiled, own process), on PGlite, or on PostgreSQL when
 // FFOP_TEST_DATABASE_URL=postgres://... is set. Needs wrk (Debian's `wrk`, installed when missing).
 // Run: npm run bench:api -- [seconds per wrk run = 8]
@@ -49,11 +51,12 @@ function rssMiB(pid: number): Promise<number> {
   return procStatusKiB(pid, 'VmRSS').then(([kib]) => kib / 1024);
 }
 
-async function bareHono(body: unknown): Promise<{ url: string; close(): void }> {
+async function bareHono(body: unknown, route?: string): Promise<{ url: string; close(): void }> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-hono-'));
   await writeFile(join(dir, 'body.json'), JSON.stringify(body));
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'e2e/bench/bare-hono-server.ts', String(port), join(dir, 'body.json')], {
+  const args = ['--import', 'tsx', 'e2e/bench/bare-hono-server.ts', String(port), join(dir, 'body.json'), ...(route ? [route] : [])];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -65,6 +68,46 @@ async function bareHono(body: unknown): Promise<{ url: string; close(): void }> 
       void rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The list as a client watching a batch polls it: 100 commands, all ended, on a service of its own (so
+ * that its answers' memory is not in the memory row).
+ */
+async function listRow(): Promise<Parameters<typeof reportRow>[0]> {
+  const svc = await startServiceProcess({ compiled: true });
+  try {
+    await unlimitedPlan(svc);
+    const api = new ApiClient(svc.url, svc.key);
+    const ids = await Promise.all(Array.from({ length: 100 }, () => api.submit(CHEAP)));
+    for (const id of ids) await api.waitForEnd(id, 120_000);
+    const listPath = '/v1/commands?limit=100';
+    const bare = await bareHono((await api.get(listPath)).body, '/v1/commands');
+    try {
+      const service = await wrk(`${svc.url}${listPath}`, 8, svc.key);
+      const baseline = await wrk(`${bare.url}${listPath}`, 8, svc.key);
+      if (service.non2xx) console.log(`# ${service.non2xx} answers were not 200 and are not counted`);
+      console.log('');
+      console.log(`| list GET ${listPath}, 100 ended | service 200/s | p50 | p99 | bare Hono 200/s | p50 | p99 | ratio |`);
+      console.log('|---|---|---|---|---|---|---|---|');
+      console.log(
+        `| 8 connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} ` +
+          `| ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} ` +
+          `| ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`,
+      );
+      return {
+        what: `GET ${listPath} over 100 ended commands, wrk at 8 connections (${database})`,
+        service: `${service.ok200PerSecond.toFixed(0)} req/s, p50 ${service.p50}, p99 ${service.p99}`,
+        baseline: `${baseline.ok200PerSecond.toFixed(0)} req/s, p99 ${baseline.p99} (bare Hono, the same list)`,
+        ratio: `${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x`,
+        goal: '>= 0.5x',
+      };
+    } finally {
+      bare.close();
+    }
+  } finally {
+    await svc.close();
+  }
 }
 
 // wrk comes from Debian's packages, installed once by the project's script.
@@ -105,6 +148,7 @@ try {
   } finally {
     bare.close();
   }
+
   for (const row of pollRows) reportRow(row);
 
   // 1,000 submits from 20 clients at once, 4 clients polling meanwhile (keep-alive-client.ts says why not fetch).
@@ -177,3 +221,4 @@ try {
 } finally {
   await svc.close();
 }
+reportRow(await listRow());
