@@ -40,7 +40,7 @@ const pg = { FFOP_TEST_DATABASE_URL: postgresUrl };
 const pglite = { FFOP_TEST_DATABASE_URL: '' };
 try {
   await bench('submit-to-success.ts', [quick ? 5 : 9], pglite);
-  await bench('queued-commands.ts', [quick ? 20 : 100, 'clip'], pglite);
+  await bench('queued-commands.ts', [quick ? 20 : 100, 'clip', `--rounds=${quick ? 1 : 3}`], pglite);
   await bench('api-load.ts', [quick ? 4 : 8], pglite);
   await bench('api-load.ts', [quick ? 4 : 8], pg);
   await bench('upload-throughput.ts', [quick ? 64 : 200, 16, 3, quick ? 1 : 3]);

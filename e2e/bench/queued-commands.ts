@@ -4,7 +4,10 @@
 //          connections) while the service already drains them: also each submit's latency
 //   clip   a 3 s 320x240 clip (from a local HTTP server) scaled to 160x120 with vcpu_count 1, all
 //          submitted at once
-// The account is on a plan whose limits do not bind. Run: npm run bench:queued -- [count=100] [cheap|clip]
+// The account is on a plan whose limits do not bind. With --rounds=N both sides run N times, in turns
+// that alternate which goes first (a run right after another is slower, whichever it is), and the row
+// gives the medians and the median of the rounds' ratios.
+// Run: npm run bench:queued -- [count=100] [cheap|clip] [--rounds=N]
 import { execFile } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,12 +16,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient, makeClip, startMediaServer, startServiceProcess } from '../harness.ts';
 import { KeepAliveClient, submitFromClients } from './keep-alive-client.ts';
-import { processCpuSeconds, quantile, reportRow } from './stats.ts';
+import { median, processCpuSeconds, quantile, reportRow } from './stats.ts';
 import { unlimitedPlan } from './unlimited-plan.ts';
 
 const run = promisify(execFile);
 const count = Number(process.argv[2] ?? 100);
 const workload = process.argv[3] === 'clip' ? 'clip' : 'cheap';
+const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 1);
 const lanes = availableParallelism();
 const scratch = await mkdtemp(join(tmpdir(), 'bench-queued-'));
 const media = workload === 'clip' ? await startMediaServer((dir) => makeClip(dir, 'clip.mp4', 3)) : null;
@@ -87,37 +91,59 @@ try {
   // A first command runs before the clock starts, as in a service that has run for a while: its code is
   // compiled and its runners started.
   await api.waitForEnd(await api.submit(submission));
-  const direct = await directAll();
-  const cpuBefore = await processCpuSeconds(svc.pid);
-  const { seconds: service, submitMs } = await serviceAll(api, new KeepAliveClient(svc.url, svc.key));
-  const serviceCpu = (await processCpuSeconds(svc.pid)) - cpuBefore;
-  console.log(
-    `${count} ${workload} commands: service ${service.toFixed(1)} s (${(count / service).toFixed(1)} per s), ` +
-      `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ` +
-      `ratio ${(service / direct).toFixed(2)}x`,
-  );
-  // The service process's own CPU (not its runners'): what it costs per command, steadier than the ratio.
-  console.log(`  the service process used ${serviceCpu.toFixed(2)} s of CPU: ${((serviceCpu / count) * 1000).toFixed(0)} ms per command`);
+  const results: { direct: number; service: number; serviceCpu: number }[] = [];
+  const submitMs: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const serviceRun = async () => {
+      const cpuBefore = await processCpuSeconds(svc.pid);
+      const ran = await serviceAll(api, new KeepAliveClient(svc.url, svc.key));
+      submitMs.push(...ran.submitMs);
+      return { seconds: ran.seconds, cpu: (await processCpuSeconds(svc.pid)) - cpuBefore };
+    };
+    let direct: number;
+    let service: { seconds: number; cpu: number };
+    if (round % 2 === 0) {
+      direct = await directAll();
+      service = await serviceRun();
+    } else {
+      service = await serviceRun();
+      direct = await directAll();
+    }
+    results.push({ direct, service: service.seconds, serviceCpu: service.cpu });
+    console.log(
+      `${count} ${workload} commands${rounds > 1 ? ` (round ${round + 1} of ${rounds}, ${round % 2 === 0 ? 'direct' : 'service'} first)` : ''}: ` +
+        `service ${service.seconds.toFixed(1)} s (${(count / service.seconds).toFixed(1)} per s), ` +
+        `direct ffmpeg + ffprobe ${lanes} at a time ${direct.toFixed(1)} s (${(count / direct).toFixed(1)} per s), ` +
+        `ratio ${(service.seconds / direct).toFixed(2)}x`,
+    );
+    // The service process's own CPU (not its runners'): what it costs per command, steadier than the ratio.
+    console.log(
+      `  the service process used ${service.cpu.toFixed(2)} s of CPU: ${((service.cpu / count) * 1000).toFixed(0)} ms per command`,
+    );
+  }
+  const service = median(results.map((r) => r.service));
+  const direct = median(results.map((r) => r.direct));
+  const of = rounds > 1 ? `, medians of ${rounds} rounds` : '';
   if (media) {
     reportRow({
-      what: `${count} clip commands (as above) submitted at once, until all SUCCESS`,
+      what: `${count} clip commands (as above) submitted at once, until all SUCCESS${of}`,
       service: `${service.toFixed(1)} s`,
       baseline: `${direct.toFixed(1)} s (direct, ${lanes} at a time)`,
-      ratio: `${(service / direct).toFixed(2)}x`,
+      ratio: `${median(results.map((r) => r.service / r.direct)).toFixed(2)}x`,
       goal: '<= 1.25x',
     });
   } else {
     const [p50, p99] = [quantile(submitMs, 0.5), quantile(submitMs, 0.99)];
     console.log(`  their submits from ${SUBMITTING_CLIENTS} clients while they drain: p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms`);
     reportRow({
-      what: `${count} cheap commands (1 s testsrc at 160x120, vcpu_count 1) from ${SUBMITTING_CLIENTS} clients, until all SUCCESS`,
+      what: `${count} cheap commands (1 s testsrc at 160x120, vcpu_count 1) from ${SUBMITTING_CLIENTS} clients, until all SUCCESS${of}`,
       service: `${(count / service).toFixed(1)} per s`,
       baseline: `${(count / direct).toFixed(1)} per s (direct, ${lanes} at a time)`,
-      ratio: `${(direct / service).toFixed(2)}x the direct rate`,
+      ratio: `${median(results.map((r) => r.direct / r.service)).toFixed(2)}x the direct rate`,
       goal: '>= 0.5x',
     });
     reportRow({
-      what: `their ${count} submits from ${SUBMITTING_CLIENTS} clients while they drain`,
+      what: `their ${count * rounds} submits from ${SUBMITTING_CLIENTS} clients while they drain`,
       service: `p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms`,
       baseline: '-',
       ratio: '-',
