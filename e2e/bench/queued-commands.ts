@@ -23,6 +23,7 @@ const run = promisify(execFile);
 const count = Number(process.argv[2] ?? 100);
 const workload = process.argv[3] === 'clip' ? 'clip' : 'cheap';
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.slice('--rounds='.length) ?? 1);
+if (!Number.isSafeInteger(rounds) || rounds < 1) throw new Error('--rounds takes a whole number of rounds, at least 1');
 const lanes = availableParallelism();
 const scratch = await mkdtemp(join(tmpdir(), 'bench-queued-'));
 const media = workload === 'clip' ? await startMediaServer((dir) => makeClip(dir, 'clip.mp4', 3)) : null;
@@ -91,7 +92,7 @@ try {
   // A first command runs before the clock starts, as in a service that has run for a while: its code is
   // compiled and its runners started.
   await api.waitForEnd(await api.submit(submission));
-  const results: { direct: number; service: number; serviceCpu: number }[] = [];
+  const results: { direct: number; service: number }[] = [];
   const submitMs: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const serviceRun = async () => {
@@ -109,7 +110,7 @@ try {
       service = await serviceRun();
       direct = await directAll();
     }
-    results.push({ direct, service: service.seconds, serviceCpu: service.cpu });
+    results.push({ direct, service: service.seconds });
     console.log(
       `${count} ${workload} commands${rounds > 1 ? ` (round ${round + 1} of ${rounds}, ${round % 2 === 0 ? 'direct' : 'service'} first)` : ''}: ` +
         `service ${service.seconds.toFixed(1)} s (${(count / service.seconds).toFixed(1)} per s), ` +
