@@ -70,6 +70,26 @@ async function bareHono(body: unknown, route?: string): Promise<{ url: string; c
   };
 }
 
+/** One line of a wrk table: the service's figures, the bare route's, and their ratio. */
+function wrkTableLine(label: string, service: WrkResult, baseline: WrkResult): string {
+  return (
+    `| ${label} | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} ` +
+    `| ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} ` +
+    `| ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`
+  );
+}
+
+/** The performance table's row for a wrk comparison. */
+function wrkRow(what: string, service: WrkResult, baseline: WrkResult, bareLabel: string, goal: string): Parameters<typeof reportRow>[0] {
+  return {
+    what,
+    service: `${service.ok200PerSecond.toFixed(0)} req/s, p50 ${service.p50}, p99 ${service.p99}`,
+    baseline: `${baseline.ok200PerSecond.toFixed(0)} req/s, p99 ${baseline.p99} (${bareLabel})`,
+    ratio: `${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x`,
+    goal,
+  };
+}
+
 /**
  * The list as a client watching a batch polls it: 100 commands, all ended, on a service of its own (so
  * that its answers' memory is not in the memory row).
@@ -90,18 +110,15 @@ async function listRow(): Promise<Parameters<typeof reportRow>[0]> {
       console.log('');
       console.log(`| list GET ${listPath}, 100 ended | service 200/s | p50 | p99 | bare Hono 200/s | p50 | p99 | ratio |`);
       console.log('|---|---|---|---|---|---|---|---|');
-      console.log(
-        `| 8 connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} ` +
-          `| ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} ` +
-          `| ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`,
+      console.log(wrkTableLine('8 connections', service, baseline));
+      // No goal: no issue has set one yet.
+      return wrkRow(
+        `GET ${listPath} over 100 ended commands, wrk at 8 connections (${database})`,
+        service,
+        baseline,
+        'bare Hono, the same list',
+        '-',
       );
-      return {
-        what: `GET ${listPath} over 100 ended commands, wrk at 8 connections (${database})`,
-        service: `${service.ok200PerSecond.toFixed(0)} req/s, p50 ${service.p50}, p99 ${service.p99}`,
-        baseline: `${baseline.ok200PerSecond.toFixed(0)} req/s, p99 ${baseline.p99} (bare Hono, the same list)`,
-        ratio: `${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x`,
-        goal: '-', // no issue has set one yet
-      };
     } finally {
       bare.close();
     }
@@ -132,23 +149,13 @@ try {
       const service = await wrk(`${svc.url}/v1/commands/${id}`, connections, svc.key);
       const baseline = await wrk(`${bare.url}/v1/commands/${id}`, connections, svc.key);
       if (service.non2xx) console.log(`# ${service.non2xx} answers were not 200 and are not counted`);
-      console.log(
-        `| ${connections} connections | ${service.ok200PerSecond.toFixed(0)} | ${service.p50} | ${service.p99} ` +
-          `| ${baseline.ok200PerSecond.toFixed(0)} | ${baseline.p50} | ${baseline.p99} ` +
-          `| ${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x |`,
-      );
-      pollRows.push({
-        what: `GET /v1/commands/{id}, wrk at ${connections} connections (${database})`,
-        service: `${service.ok200PerSecond.toFixed(0)} req/s, p50 ${service.p50}, p99 ${service.p99}`,
-        baseline: `${baseline.ok200PerSecond.toFixed(0)} req/s, p99 ${baseline.p99} (bare Hono)`,
-        ratio: `${(service.ok200PerSecond / baseline.ok200PerSecond).toFixed(2)}x`,
-        goal: connections === 32 ? '>= 0.5x, p99 <= 20 ms' : '>= 0.5x',
-      });
+      console.log(wrkTableLine(`${connections} connections`, service, baseline));
+      const goal = connections === 32 ? '>= 0.5x, p99 <= 20 ms' : '>= 0.5x';
+      pollRows.push(wrkRow(`GET /v1/commands/{id}, wrk at ${connections} connections (${database})`, service, baseline, 'bare Hono', goal));
     }
   } finally {
     bare.close();
   }
-
   for (const row of pollRows) reportRow(row);
 
   // 1,000 submits from 20 clients at once, 4 clients polling meanwhile (keep-alive-client.ts says why not fetch).
