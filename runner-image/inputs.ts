@@ -91,6 +91,8 @@ export async function downloadInputs(spec: StepSpec, dir: string, signal: AbortS
         timeoutMs: spec.download.timeoutSeconds * 1000,
         policy: policyFor(d),
         signal: downloadSignal,
+        // The runner's event loop has nothing else to answer: bodies go to disk as they arrive.
+        syncWrites: true,
       });
       bytes += result.bytes;
     } catch (err) {

@@ -79,273 +79,279 @@ const inFile = (dir: string) => path.join(dir, 'in.mp4');
 const noAllow = createAddressPolicy([]);
 const loopbackRange = createAddressPolicy(['127.0.0.0/8']);
 
-const options = (policy: AddressPolicy | null, extra: Partial<Parameters<typeof downloadToFile>[2]> = {}) => ({
+const baseOptions = (policy: AddressPolicy | null, extra: Partial<Parameters<typeof downloadToFile>[2]> = {}) => ({
   maxBytes: 1_000_000,
   timeoutMs: 10_000,
   policy,
   ...extra,
 });
 
-describe('downloadToFile', () => {
-  test('downloads when a host:port entry allows the loopback server', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const dest = inFile(dir);
-    const url = `http://127.0.0.1:${server.port}/media/clip.mp4?sig=abc`;
-    const result = await downloadToFile(url, dest, options(createAddressPolicy([`127.0.0.1:${server.port}`])));
-    assert.deepEqual(result, { bytes: BODY.length, contentType: 'video/mp4', finalUrl: url });
-    assert.deepEqual(await readFile(dest), BODY);
-    assert.deepEqual(await readdir(dir), ['in.mp4']);
-    assert.deepEqual(server.hits, ['/media/clip.mp4?sig=abc']);
-  });
+// Both ways of writing a body: through a write stream (the service) and as it arrives (the runner).
+for (const syncWrites of [false, true]) {
+  describe(`downloadToFile${syncWrites ? ', bodies written as they arrive (syncWrites)' : ''}`, () => {
+    const options = (policy: AddressPolicy | null, extra: Partial<Parameters<typeof downloadToFile>[2]> = {}) =>
+      baseOptions(policy, { syncWrites, ...extra });
 
-  test('downloads when a CIDR entry allows the loopback server', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const dest = inFile(dir);
-    await downloadToFile(loopback(server.port), dest, options(loopbackRange));
-    assert.deepEqual(await readFile(dest), BODY);
-  });
-
-  test('a trusted URL (no policy) is fetched without address checks', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const dest = inFile(dir);
-    await downloadToFile(loopback(server.port), dest, options(null));
-    assert.deepEqual(await readFile(dest), BODY);
-  });
-
-  test('an unlisted 127.0.0.1 literal is refused before connecting', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(noAllow));
-    await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, /127\.0\.0\.1/);
-    assert.equal(server.connections(), 0);
-    assert.deepEqual(await readdir(dir), []);
-  });
-
-  test('an IPv4-mapped IPv6 literal of loopback is refused', async (t) => {
-    const dir = await tempDir(t);
-    const promise = downloadToFile('http://[::ffff:127.0.0.1]:1/a.mp4', inFile(dir), options(noAllow));
-    await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS);
-  });
-
-  test('the name localhost is refused after resolving it', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const promise = downloadToFile(`http://localhost:${server.port}/a.mp4`, inFile(dir), options(noAllow));
-    await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, /localhost resolves to (127\.0\.0\.1|::1)/);
-    assert.equal(server.connections(), 0);
-  });
-
-  test('the connected peer address is checked before any byte is sent', async (t) => {
-    const dir = await tempDir(t);
-    let received = 0;
-    let markClosed!: () => void;
-    const peerClosed = new Promise<void>((resolve) => (markClosed = resolve));
-    const server = net.createServer((socket) => {
-      socket.on('data', (chunk) => (received += chunk.length));
-      socket.on('close', () => markClosed());
+    test('downloads when a host:port entry allows the loopback server', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const dest = inFile(dir);
+      const url = `http://127.0.0.1:${server.port}/media/clip.mp4?sig=abc`;
+      const result = await downloadToFile(url, dest, options(createAddressPolicy([`127.0.0.1:${server.port}`])));
+      assert.deepEqual(result, { bytes: BODY.length, contentType: 'video/mp4', finalUrl: url });
+      assert.deepEqual(await readFile(dest), BODY);
+      assert.deepEqual(await readdir(dir), ['in.mp4']);
+      assert.deepEqual(server.hits, ['/media/clip.mp4?sig=abc']);
     });
-    const serverPort = await listen(t, server);
-    // Allows the pre-connect check, refuses the check on the live socket.
-    const calls: string[] = [];
-    const policy: AddressPolicy = {
-      isAllowed(ip) {
-        calls.push(ip);
-        return calls.length === 1;
-      },
-    };
-    const promise = downloadToFile(loopback(serverPort), inFile(dir), options(policy));
-    await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, /connected to 127\.0\.0\.1/);
-    await peerClosed; // the connection was made, and closed by the client
-    assert.equal(received, 0);
-    assert.deepEqual(calls, ['127.0.0.1', '127.0.0.1']);
-  });
 
-  test('follows an allowed redirect and reports the final URL', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (req, res) => {
-      if (req.url === '/old.mp4') {
-        res.writeHead(302, { location: '/new.mp4?x=1' }).end();
-      } else {
-        serveBody(req, res);
-      }
+    test('downloads when a CIDR entry allows the loopback server', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const dest = inFile(dir);
+      await downloadToFile(loopback(server.port), dest, options(loopbackRange));
+      assert.deepEqual(await readFile(dest), BODY);
     });
-    const dest = inFile(dir);
-    const result = await downloadToFile(loopback(server.port, '/old.mp4'), dest, options(loopbackRange));
-    assert.equal(result.finalUrl, `http://127.0.0.1:${server.port}/new.mp4?x=1`);
-    assert.deepEqual(server.hits, ['/old.mp4', '/new.mp4?x=1']);
-    assert.deepEqual(await readFile(dest), BODY);
-  });
 
-  test('a redirect from an allowed server to a non-allowed port is refused', async (t) => {
-    const dir = await tempDir(t);
-    const inside = await startServer(t, serveBody);
-    const front = await startServer(t, (_req, res) => {
-      res.writeHead(301, { location: `http://127.0.0.1:${inside.port}/secret.mp4` }).end();
+    test('a trusted URL (no policy) is fetched without address checks', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const dest = inFile(dir);
+      await downloadToFile(loopback(server.port), dest, options(null));
+      assert.deepEqual(await readFile(dest), BODY);
     });
-    const promise = downloadToFile(loopback(front.port), inFile(dir), options(createAddressPolicy([`127.0.0.1:${front.port}`])));
-    await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, new RegExp(`:${inside.port}/secret\\.mp4`));
-    assert.deepEqual(front.hits, ['/a.mp4']);
-    assert.equal(inside.connections(), 0);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('a redirect to another scheme is refused', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(302, { location: 'file:///etc/passwd' }).end();
+    test('an unlisted 127.0.0.1 literal is refused before connecting', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(noAllow));
+      await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, /127\.0\.0\.1/);
+      assert.equal(server.connections(), 0);
+      assert.deepEqual(await readdir(dir), []);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /unsupported scheme "file:"/);
-  });
 
-  test('too many redirects is UNREACHABLE', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (req, res) => {
-      res.writeHead(307, { location: `${req.url}x` }).end();
+    test('an IPv4-mapped IPv6 literal of loopback is refused', async (t) => {
+      const dir = await tempDir(t);
+      const promise = downloadToFile('http://[::ffff:127.0.0.1]:1/a.mp4', inFile(dir), options(noAllow));
+      await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxRedirects: 2 }));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /more than 2 times/);
-    assert.equal(server.hits.length, 3);
-  });
 
-  test('HTTP 404 is UNREACHABLE, and the message leaves out the query string', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(404).end('nope');
+    test('the name localhost is refused after resolving it', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const promise = downloadToFile(`http://localhost:${server.port}/a.mp4`, inFile(dir), options(noAllow));
+      await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, /localhost resolves to (127\.0\.0\.1|::1)/);
+      assert.equal(server.connections(), 0);
     });
-    const promise = downloadToFile(`http://127.0.0.1:${server.port}/x.mp4?X-Amz-Signature=SECRET#frag`, inFile(dir), options(null));
-    const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE);
-    assert.equal(error.message, `GET http://127.0.0.1:${server.port}/x.mp4 answered HTTP 404`);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('a refused connection is UNREACHABLE', async (t) => {
-    const dir = await tempDir(t);
-    const port = await freePort();
-    const promise = downloadToFile(loopback(port), inFile(dir), options(createAddressPolicy([`127.0.0.1:${port}`])));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /ECONNREFUSED/);
-  });
-
-  test('an unknown host name is UNREACHABLE', async (t) => {
-    const dir = await tempDir(t);
-    const promise = downloadToFile('http://no-such-host.invalid/a.mp4', inFile(dir), options(noAllow));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /no-such-host\.invalid/);
-  });
-
-  test('a body cut short of its Content-Length is UNREACHABLE and leaves no file', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(200, { 'content-length': 1000 });
-      res.write(Buffer.alloc(400));
-      setImmediate(() => res.socket?.destroy());
+    test('the connected peer address is checked before any byte is sent', async (t) => {
+      const dir = await tempDir(t);
+      let received = 0;
+      let markClosed!: () => void;
+      const peerClosed = new Promise<void>((resolve) => (markClosed = resolve));
+      const server = net.createServer((socket) => {
+        socket.on('data', (chunk) => (received += chunk.length));
+        socket.on('close', () => markClosed());
+      });
+      const serverPort = await listen(t, server);
+      // Allows the pre-connect check, refuses the check on the live socket.
+      const calls: string[] = [];
+      const policy: AddressPolicy = {
+        isAllowed(ip) {
+          calls.push(ip);
+          return calls.length === 1;
+        },
+      };
+      const promise = downloadToFile(loopback(serverPort), inFile(dir), options(policy));
+      await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, /connected to 127\.0\.0\.1/);
+      await peerClosed; // the connection was made, and closed by the client
+      assert.equal(received, 0);
+      assert.deepEqual(calls, ['127.0.0.1', '127.0.0.1']);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('a declared Content-Length above the limit is INPUT_FILE_TOO_LARGE', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxBytes: BODY.length - 1 }));
-    await expectDownloadError(promise, ErrorStatus.INPUT_FILE_TOO_LARGE, new RegExp(`${BODY.length} bytes`));
-    assert.deepEqual(await readdir(dir), []);
-  });
-
-  test('a chunked body growing past the limit is INPUT_FILE_TOO_LARGE and leaves no file', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(200); // no Content-Length: chunked
-      for (let i = 0; i < 4; i++) res.write(Buffer.alloc(1000, i));
-      res.end();
+    test('follows an allowed redirect and reports the final URL', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (req, res) => {
+        if (req.url === '/old.mp4') {
+          res.writeHead(302, { location: '/new.mp4?x=1' }).end();
+        } else {
+          serveBody(req, res);
+        }
+      });
+      const dest = inFile(dir);
+      const result = await downloadToFile(loopback(server.port, '/old.mp4'), dest, options(loopbackRange));
+      assert.equal(result.finalUrl, `http://127.0.0.1:${server.port}/new.mp4?x=1`);
+      assert.deepEqual(server.hits, ['/old.mp4', '/new.mp4?x=1']);
+      assert.deepEqual(await readFile(dest), BODY);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxBytes: 2500 }));
-    await expectDownloadError(promise, ErrorStatus.INPUT_FILE_TOO_LARGE);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('a chunked body of exactly the limit is accepted', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(200);
-      res.write(Buffer.alloc(1500, 1));
-      res.end(Buffer.alloc(1000, 2));
+    test('a redirect from an allowed server to a non-allowed port is refused', async (t) => {
+      const dir = await tempDir(t);
+      const inside = await startServer(t, serveBody);
+      const front = await startServer(t, (_req, res) => {
+        res.writeHead(301, { location: `http://127.0.0.1:${inside.port}/secret.mp4` }).end();
+      });
+      const promise = downloadToFile(loopback(front.port), inFile(dir), options(createAddressPolicy([`127.0.0.1:${front.port}`])));
+      await expectDownloadError(promise, ErrorStatus.FORBIDDEN_INPUT_ADDRESS, new RegExp(`:${inside.port}/secret\\.mp4`));
+      assert.deepEqual(front.hits, ['/a.mp4']);
+      assert.equal(inside.connections(), 0);
+      assert.deepEqual(await readdir(dir), []);
     });
-    const dest = inFile(dir);
-    const result = await downloadToFile(loopback(server.port), dest, options(null, { maxBytes: 2500 }));
-    assert.equal(result.bytes, 2500);
-    assert.equal((await readFile(dest)).length, 2500);
-  });
 
-  test('a server that keeps trickling past the deadline times out as UNREACHABLE', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(200);
-      const timer = setInterval(() => res.write('x'), 20);
-      res.on('close', () => clearInterval(timer));
+    test('a redirect to another scheme is refused', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(302, { location: 'file:///etc/passwd' }).end();
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /unsupported scheme "file:"/);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { timeoutMs: 300, idleTimeoutMs: 60_000 }));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /timed out after 300 ms/);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('a server that goes silent hits the idle timeout as UNREACHABLE', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(200);
-      res.write('first bytes, then nothing');
+    test('too many redirects is UNREACHABLE', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (req, res) => {
+        res.writeHead(307, { location: `${req.url}x` }).end();
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxRedirects: 2 }));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /more than 2 times/);
+      assert.equal(server.hits.length, 3);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { timeoutMs: 60_000, idleTimeoutMs: 200 }));
-    await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /no data for 200 ms/);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test("cancelling through opts.signal rejects with the signal's reason", async (t) => {
-    const dir = await tempDir(t);
-    const controller = new AbortController();
-    const server = await startServer(t, (_req, res) => {
-      res.writeHead(200);
-      res.write('some');
-      controller.abort(new Error('shutting down'));
+    test('HTTP 404 is UNREACHABLE, and the message leaves out the query string', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(404).end('nope');
+      });
+      const promise = downloadToFile(`http://127.0.0.1:${server.port}/x.mp4?X-Amz-Signature=SECRET#frag`, inFile(dir), options(null));
+      const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE);
+      assert.equal(error.message, `GET http://127.0.0.1:${server.port}/x.mp4 answered HTTP 404`);
+      assert.deepEqual(await readdir(dir), []);
     });
-    const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { signal: controller.signal }));
-    await assert.rejects(promise, /shutting down/);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  const otherSchemes = ['ftp://example.com/a.mp4', 'file:///etc/passwd', 'data:video/mp4,abc', 'gopher://h:70/x'];
-  for (const url of otherSchemes) {
-    test(`scheme of ${url} is refused as UNREACHABLE`, async (t) => {
+    test('a refused connection is UNREACHABLE', async (t) => {
+      const dir = await tempDir(t);
+      const port = await freePort();
+      const promise = downloadToFile(loopback(port), inFile(dir), options(createAddressPolicy([`127.0.0.1:${port}`])));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /ECONNREFUSED/);
+    });
+
+    test('an unknown host name is UNREACHABLE', async (t) => {
+      const dir = await tempDir(t);
+      const promise = downloadToFile('http://no-such-host.invalid/a.mp4', inFile(dir), options(noAllow));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /no-such-host\.invalid/);
+    });
+
+    test('a body cut short of its Content-Length is UNREACHABLE and leaves no file', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(200, { 'content-length': 1000 });
+        res.write(Buffer.alloc(400));
+        setImmediate(() => res.socket?.destroy());
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE);
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    test('a declared Content-Length above the limit is INPUT_FILE_TOO_LARGE', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxBytes: BODY.length - 1 }));
+      await expectDownloadError(promise, ErrorStatus.INPUT_FILE_TOO_LARGE, new RegExp(`${BODY.length} bytes`));
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    test('a chunked body growing past the limit is INPUT_FILE_TOO_LARGE and leaves no file', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(200); // no Content-Length: chunked
+        for (let i = 0; i < 4; i++) res.write(Buffer.alloc(1000, i));
+        res.end();
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { maxBytes: 2500 }));
+      await expectDownloadError(promise, ErrorStatus.INPUT_FILE_TOO_LARGE);
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    test('a chunked body of exactly the limit is accepted', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(200);
+        res.write(Buffer.alloc(1500, 1));
+        res.end(Buffer.alloc(1000, 2));
+      });
+      const dest = inFile(dir);
+      const result = await downloadToFile(loopback(server.port), dest, options(null, { maxBytes: 2500 }));
+      assert.equal(result.bytes, 2500);
+      assert.equal((await readFile(dest)).length, 2500);
+    });
+
+    test('a server that keeps trickling past the deadline times out as UNREACHABLE', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(200);
+        const timer = setInterval(() => res.write('x'), 20);
+        res.on('close', () => clearInterval(timer));
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { timeoutMs: 300, idleTimeoutMs: 60_000 }));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /timed out after 300 ms/);
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    test('a server that goes silent hits the idle timeout as UNREACHABLE', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(200);
+        res.write('first bytes, then nothing');
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { timeoutMs: 60_000, idleTimeoutMs: 200 }));
+      await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /no data for 200 ms/);
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    test("cancelling through opts.signal rejects with the signal's reason", async (t) => {
+      const dir = await tempDir(t);
+      const controller = new AbortController();
+      const server = await startServer(t, (_req, res) => {
+        res.writeHead(200);
+        res.write('some');
+        controller.abort(new Error('shutting down'));
+      });
+      const promise = downloadToFile(loopback(server.port), inFile(dir), options(null, { signal: controller.signal }));
+      await assert.rejects(promise, /shutting down/);
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    const otherSchemes = ['ftp://example.com/a.mp4', 'file:///etc/passwd', 'data:video/mp4,abc', 'gopher://h:70/x'];
+    for (const url of otherSchemes) {
+      test(`scheme of ${url} is refused as UNREACHABLE`, async (t) => {
+        const dir = await tempDir(t);
+        await expectDownloadError(
+          downloadToFile(url, inFile(dir), options(noAllow)),
+          ErrorStatus.UNREACHABLE_INPUT_FILE,
+          /unsupported scheme/,
+        );
+      });
+    }
+
+    test('a URL that does not parse is UNREACHABLE', async (t) => {
       const dir = await tempDir(t);
       await expectDownloadError(
-        downloadToFile(url, inFile(dir), options(noAllow)),
+        downloadToFile('not a url', inFile(dir), options(null)),
         ErrorStatus.UNREACHABLE_INPUT_FILE,
-        /unsupported scheme/,
+        /not a valid URL/,
       );
     });
-  }
 
-  test('a URL that does not parse is UNREACHABLE', async (t) => {
-    const dir = await tempDir(t);
-    await expectDownloadError(
-      downloadToFile('not a url', inFile(dir), options(null)),
-      ErrorStatus.UNREACHABLE_INPUT_FILE,
-      /not a valid URL/,
-    );
+    test('credentials in the URL are refused without echoing them', async (t) => {
+      const dir = await tempDir(t);
+      const server = await startServer(t, serveBody);
+      const promise = downloadToFile(`http://alice:hunter2@127.0.0.1:${server.port}/a.mp4`, inFile(dir), options(null));
+      const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /credentials/);
+      assert.doesNotMatch(error.message, /hunter2|alice/);
+      assert.equal(server.connections(), 0);
+    });
   });
-
-  test('credentials in the URL are refused without echoing them', async (t) => {
-    const dir = await tempDir(t);
-    const server = await startServer(t, serveBody);
-    const promise = downloadToFile(`http://alice:hunter2@127.0.0.1:${server.port}/a.mp4`, inFile(dir), options(null));
-    const error = await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /credentials/);
-    assert.doesNotMatch(error.message, /hunter2|alice/);
-    assert.equal(server.connections(), 0);
-  });
-});
+}
 
 describe('refusedBeforeConnecting', () => {
   test('answers what downloadToFile refuses before opening anything, with the same error; null for the rest', async () => {
@@ -353,7 +359,7 @@ describe('refusedBeforeConnecting', () => {
     for (const url of ['http://127.0.0.1:9/a.mp4', 'ftp://example.com/a.mp4', 'http://user:pw@example.com/a.mp4', 'not a url']) {
       const early = refusedBeforeConnecting(url, policy);
       assert.ok(early, url);
-      const late = await downloadToFile(url, '/nonexistent/in.mp4', options(policy)).catch((e: unknown) => e);
+      const late = await downloadToFile(url, '/nonexistent/in.mp4', baseOptions(policy)).catch((e: unknown) => e);
       assert.ok(late instanceof DownloadError);
       assert.deepEqual([early.errorStatus, early.message], [late.errorStatus, late.message], url);
     }
@@ -393,7 +399,7 @@ describe('downloadToFile over https', () => {
   test('an untrusted certificate is UNREACHABLE', async (t) => {
     const dir = await tempDir(t);
     const { port } = await startHttpsServer(t, dir);
-    const promise = downloadToFile(`https://127.0.0.1:${port}/a.mp4`, inFile(dir), options(null));
+    const promise = downloadToFile(`https://127.0.0.1:${port}/a.mp4`, inFile(dir), baseOptions(null));
     await expectDownloadError(promise, ErrorStatus.UNREACHABLE_INPUT_FILE, /certificate/i);
     assert.deepEqual((await readdir(dir)).sort(), ['cert.pem', 'key.pem']);
   });

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { rename, unlink } from 'node:fs/promises';
+import { open, rename, unlink } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -15,6 +15,7 @@ import { ErrorStatus } from '../commands/error-status.ts';
 import type { AddressPolicy } from './address-policy.ts';
 import { hostOf, literalRefusal, portOf } from './guarded-connection.ts';
 import { guardedRequest, type GuardedResponse } from './guarded-request.ts';
+import { writeBodySync } from './sync-body-writes.ts';
 import { checkRangeAnswer, createPartsFile, planRanges, RangesRefused, writePart, type RangePlan } from './ranged-download.ts';
 
 export class DownloadError extends Error {
@@ -46,6 +47,12 @@ export interface DownloadOptions {
   rangedParts?: number;
   /** The smallest file fetched in ranges; default 64 MiB. */
   rangedMinBytes?: number;
+  /**
+   * Bodies are written into the file as they arrive, on the event loop (sync-body-writes.ts): less CPU
+   * than a write stream. For the runner, which does nothing else meanwhile; the service leaves it off
+   * (the default): its event loop answers requests.
+   */
+  syncWrites?: boolean;
 }
 
 export interface DownloadResult {
@@ -108,7 +115,7 @@ export async function downloadToFile(url: string, destPath: string, opts: Downlo
         inRanges = false;
         continue;
       }
-      const bytes = await saveBody(response, target, destPath, opts.maxBytes, signal);
+      const bytes = await saveBody(response, target, destPath, opts, signal);
       return { bytes, contentType, finalUrl: target.href };
     }
   } catch (error) {
@@ -191,7 +198,14 @@ function openResponse(
   });
 }
 
-async function saveBody(response: IncomingMessage, target: URL, destPath: string, maxBytes: number, signal: AbortSignal): Promise<number> {
+async function saveBody(
+  response: IncomingMessage,
+  target: URL,
+  destPath: string,
+  opts: DownloadOptions,
+  signal: AbortSignal,
+): Promise<number> {
+  const { maxBytes } = opts;
   const tooLarge = (size: string) =>
     new DownloadError(
       ErrorStatus.INPUT_FILE_TOO_LARGE,
@@ -203,29 +217,62 @@ async function saveBody(response: IncomingMessage, target: URL, destPath: string
     response.destroy();
     throw tooLarge(`${declared} bytes`);
   }
-  let bytes = 0;
-  // Counted as the chunks pass, not through a Transform stage of its own: one stream less per chunk.
-  response.on('data', (chunk: Buffer) => {
-    bytes += chunk.length;
-    if (bytes > maxBytes) response.destroy(tooLarge(`more than ${maxBytes} bytes`));
-  });
   // Same folder as the destination so the rename is atomic; 'wx' never follows an existing link.
   const tempPath = path.join(path.dirname(destPath), `.${path.basename(destPath)}.${randomUUID()}.part`);
-  // Larger writes than the 16 KiB default: fewer calls into the file system for large media.
-  const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: WRITE_BUFFER_BYTES });
+  const write = opts.syncWrites ? writeSynchronously : writeThroughStream;
   try {
-    await pipeline(response, file, { signal });
+    const bytes = await write(response, tempPath, {
+      limit: maxBytes,
+      tooMuch: () => tooLarge(`more than ${maxBytes} bytes`),
+      signal,
+    });
     if (!Number.isNaN(declared) && bytes !== declared) {
       throw unreachable(`GET ${describe(target)}: the body ended after ${bytes} of ${declared} bytes`);
     }
     await rename(tempPath, destPath);
     return bytes;
   } catch (error) {
-    // A stream destroyed before its file is open still opens (creates) it, then closes: remove the
-    // file only after that, or it would be left behind.
-    if (!file.closed) await once(file, 'close').catch(() => {});
     await unlink(tempPath).catch(() => {});
     throw error;
+  }
+}
+
+interface BodyLimits {
+  limit: number;
+  tooMuch: () => Error;
+  signal: AbortSignal;
+}
+
+/** The body through a write stream (the disk's work off the event loop); returns the bytes written. */
+async function writeThroughStream(response: IncomingMessage, tempPath: string, l: BodyLimits): Promise<number> {
+  let bytes = 0;
+  // Counted as the chunks pass, not through a Transform stage of its own: one stream less per chunk.
+  response.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > l.limit) response.destroy(l.tooMuch());
+  });
+  // Larger writes than the 16 KiB default: fewer calls into the file system for large media.
+  const file = createWriteStream(tempPath, { flags: 'wx', highWaterMark: WRITE_BUFFER_BYTES });
+  try {
+    await pipeline(response, file, { signal: l.signal });
+    return bytes;
+  } finally {
+    // A stream destroyed before its file is open still opens (creates) it, then closes: the caller
+    // removes the file only after that, or it would be left behind.
+    if (!file.closed) await once(file, 'close').catch(() => {});
+  }
+}
+
+/** The body written as it arrives (sync-body-writes.ts); returns the bytes written. */
+async function writeSynchronously(response: IncomingMessage, tempPath: string, l: BodyLimits): Promise<number> {
+  const file = await open(tempPath, 'wx').catch((error: unknown) => {
+    response.destroy();
+    throw error;
+  });
+  try {
+    return await writeBodySync(response, { fd: file.fd, position: 0, atLimit: 'fail', ...l });
+  } finally {
+    await file.close();
   }
 }
 
@@ -262,13 +309,13 @@ async function saveInRanges(
     });
     try {
       checkRangeAnswer(response, [firstByte, lastByte], plan);
-      await writePart(response, file, firstByte, lastByte - firstByte + 1, true);
+      await writePart(response, file, firstByte, lastByte - firstByte + 1, true, opts.syncWrites);
     } finally {
       request.destroy();
     }
   };
   const parts = [
-    writePart(first, file, 0, plan.parts[0][1] + 1, false).finally(() => first.destroy()),
+    writePart(first, file, 0, plan.parts[0][1] + 1, false, opts.syncWrites).finally(() => first.destroy()),
     ...plan.parts.slice(1).map(fetchPart),
   ].map((part) =>
     part.catch((error: unknown) => {

@@ -95,7 +95,7 @@ async function tempDir(t: TestContext): Promise<string> {
   return dir;
 }
 
-const inRanges = {
+const baseInRanges = {
   maxBytes: 10 << 20,
   timeoutMs: 30_000,
   policy: createAddressPolicy(['127.0.0.0/8']),
@@ -105,154 +105,167 @@ const inRanges = {
 const askedRanges = (host: RangeHost) => host.gets.filter((g) => g.range !== '').map((g) => g.range);
 const expectedRanges = [1, 2, 3].map((i) => `bytes=${i * PART}-${(i + 1) * PART - 1}`);
 
-describe('downloadToFile in ranges', () => {
-  test('a large file from a host that takes ranges comes in 4 parts at once, byte for byte', async (t) => {
-    const dir = await tempDir(t);
-    // Every ranged answer waits until all 3 ranged GETs are in: one at a time, this would take 10 s per part.
-    const host = await startRangeHost(t, { holdUntilRanges: 3 });
-    const dest = path.join(dir, 'in.mp4');
-    const result = await downloadToFile(host.url, dest, inRanges);
-    assert.equal(result.bytes, FILE.length);
-    assert.ok((await readFile(dest)).equals(FILE), 'the parts put together are the file');
-    assert.deepEqual(await readdir(dir), ['in.mp4']);
-    // The first GET is whole (its first part is used), then one GET per other part, each tied to the version.
-    assert.deepEqual(host.gets[0], { range: '', ifRange: '' });
-    assert.deepEqual(askedRanges(host).sort(), [...expectedRanges].sort());
-    assert.ok(host.gets.slice(1).every((g) => g.ifRange === '"v1"'));
-    assert.equal(host.gets.length, 4, 'no GET of the whole file again');
-    assert.equal(host.releasedByTimer(), false, 'the ranged GETs were open at the same time');
-  });
+// Both ways of writing the parts: through the thread pool (the service) and as they arrive (the runner).
+for (const syncWrites of [false, true]) {
+  describe(`downloadToFile in ranges${syncWrites ? ', parts written as they arrive (syncWrites)' : ''}`, () => {
+    const inRanges = { ...baseInRanges, syncWrites };
 
-  test('a host that answers a range with the whole file (200) gets the file whole, from one more GET', async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t, {
-      answerRange: (res, _f, _l, body) => res.writeHead(200, { 'content-length': body.length }).end(body),
+    test('a large file from a host that takes ranges comes in 4 parts at once, byte for byte', async (t) => {
+      const dir = await tempDir(t);
+      // Every ranged answer waits until all 3 ranged GETs are in: one at a time, this would take 10 s per part.
+      const host = await startRangeHost(t, { holdUntilRanges: 3 });
+      const dest = path.join(dir, 'in.mp4');
+      const result = await downloadToFile(host.url, dest, inRanges);
+      assert.equal(result.bytes, FILE.length);
+      assert.ok((await readFile(dest)).equals(FILE), 'the parts put together are the file');
+      assert.deepEqual(await readdir(dir), ['in.mp4']);
+      // The first GET is whole (its first part is used), then one GET per other part, each tied to the version.
+      assert.deepEqual(host.gets[0], { range: '', ifRange: '' });
+      assert.deepEqual(askedRanges(host).sort(), [...expectedRanges].sort());
+      assert.ok(host.gets.slice(1).every((g) => g.ifRange === '"v1"'));
+      assert.equal(host.gets.length, 4, 'no GET of the whole file again');
+      assert.equal(host.releasedByTimer(), false, 'the ranged GETs were open at the same time');
     });
-    const dest = path.join(dir, 'in.mp4');
-    await downloadToFile(host.url, dest, inRanges);
-    assert.ok((await readFile(dest)).equals(FILE));
-    assert.deepEqual(await readdir(dir), ['in.mp4'], 'no part file left');
-    assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' }, 'the last GET is for the whole file');
-  });
 
-  test('a range answered with other bytes than asked (another Content-Range) is never written in: the file comes whole', async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t, {
-      answerRange: (res, first, last, body) =>
-        res
-          .writeHead(206, { 'content-range': `bytes 0-${last - first}/${body.length}`, 'content-length': last - first + 1 })
-          .end(body.subarray(0, last - first + 1)),
+    test('a host that answers a range with the whole file (200) gets the file whole, from one more GET', async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t, {
+        answerRange: (res, _f, _l, body) => res.writeHead(200, { 'content-length': body.length }).end(body),
+      });
+      const dest = path.join(dir, 'in.mp4');
+      await downloadToFile(host.url, dest, inRanges);
+      assert.ok((await readFile(dest)).equals(FILE));
+      assert.deepEqual(await readdir(dir), ['in.mp4'], 'no part file left');
+      assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' }, 'the last GET is for the whole file');
     });
-    const dest = path.join(dir, 'in.mp4');
-    await downloadToFile(host.url, dest, inRanges);
-    assert.ok((await readFile(dest)).equals(FILE));
-    assert.deepEqual(await readdir(dir), ['in.mp4']);
-  });
 
-  test('a range answer that runs past its length (no Content-Length) is refused: the file comes whole', async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t, {
-      answerRange: (res, first, last, body) => {
-        res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}`, etag: '"v1"' }); // chunked
-        res.end(Buffer.concat([body.subarray(first, last + 1), Buffer.from('and then some')]));
-      },
+    test('a range answered with other bytes than asked (another Content-Range) is never written in: the file comes whole', async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t, {
+        answerRange: (res, first, last, body) =>
+          res
+            .writeHead(206, { 'content-range': `bytes 0-${last - first}/${body.length}`, 'content-length': last - first + 1 })
+            .end(body.subarray(0, last - first + 1)),
+      });
+      const dest = path.join(dir, 'in.mp4');
+      await downloadToFile(host.url, dest, inRanges);
+      assert.ok((await readFile(dest)).equals(FILE));
+      assert.deepEqual(await readdir(dir), ['in.mp4']);
     });
-    const dest = path.join(dir, 'in.mp4');
-    await downloadToFile(host.url, dest, inRanges);
-    assert.ok((await readFile(dest)).equals(FILE));
-    assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' }, 'refused, and fetched whole');
-  });
 
-  test('a file that changes between the first GET and the ranges is not stitched from two versions', async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t);
-    const changed = randomBytes(FILE.length);
-    // The host changes the file as soon as it has answered the first GET: If-Range no longer matches.
-    const replaceAfterFirst = setInterval(() => host.gets.length > 0 && host.replace(changed, '"v2"'), 1);
-    t.after(() => clearInterval(replaceAfterFirst));
-    const dest = path.join(dir, 'in.mp4');
-    await downloadToFile(host.url, dest, inRanges);
-    const got = await readFile(dest);
-    assert.ok(got.equals(changed) || got.equals(FILE), 'one version, whole');
-  });
-
-  test('a host that ignores If-Range and answers ranges of a newer file is refused: one version, whole', async (t) => {
-    const dir = await tempDir(t);
-    const changed = randomBytes(FILE.length);
-    const host = await startRangeHost(t, {
-      answerRange: (res, first, last) =>
-        res
-          .writeHead(206, { 'content-range': `bytes ${first}-${last}/${changed.length}`, 'content-length': last - first + 1, etag: '"v2"' })
-          .end(changed.subarray(first, last + 1)),
+    test('a range answer that runs past its length (no Content-Length) is refused: the file comes whole', async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t, {
+        answerRange: (res, first, last, body) => {
+          res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}`, etag: '"v1"' }); // chunked
+          res.end(Buffer.concat([body.subarray(first, last + 1), Buffer.from('and then some')]));
+        },
+      });
+      const dest = path.join(dir, 'in.mp4');
+      await downloadToFile(host.url, dest, inRanges);
+      assert.ok((await readFile(dest)).equals(FILE));
+      assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' }, 'refused, and fetched whole');
     });
-    const dest = path.join(dir, 'in.mp4');
-    await downloadToFile(host.url, dest, inRanges);
-    assert.ok((await readFile(dest)).equals(FILE), 'the version of the whole answer, not parts of two');
-    assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' });
-  });
 
-  test('one connection when the host does not say it takes ranges, gives no validator or only a weak ETag, or the file is small', async (t) => {
-    const dir = await tempDir(t);
-    for (const headers of [
-      { etag: '"v1"' },
-      { 'accept-ranges': 'bytes' },
-      { 'accept-ranges': 'bytes', etag: 'W/"v1"' },
-      { 'accept-ranges': 'none', etag: '"v1"' },
-    ]) {
-      const host = await startRangeHost(t, { headers });
-      await downloadToFile(host.url, path.join(dir, 'in.mp4'), inRanges);
-      assert.deepEqual(host.gets, [{ range: '', ifRange: '' }], JSON.stringify(headers));
-    }
-    const host = await startRangeHost(t);
-    await downloadToFile(host.url, path.join(dir, 'small.mp4'), { ...inRanges, rangedMinBytes: FILE.length + 1 });
-    assert.equal(host.gets.length, 1);
-  });
+    test('a file that changes between the first GET and the ranges is not stitched from two versions', async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t);
+      const changed = randomBytes(FILE.length);
+      // The host changes the file as soon as it has answered the first GET: If-Range no longer matches.
+      const replaceAfterFirst = setInterval(() => host.gets.length > 0 && host.replace(changed, '"v2"'), 1);
+      t.after(() => clearInterval(replaceAfterFirst));
+      const dest = path.join(dir, 'in.mp4');
+      await downloadToFile(host.url, dest, inRanges);
+      const got = await readFile(dest);
+      assert.ok(got.equals(changed) || got.equals(FILE), 'one version, whole');
+    });
 
-  test('a part whose connection breaks fails the download (UNREACHABLE, worth another try) and leaves nothing', async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t, {
-      answerRange: (res, first, last, body) => {
-        res.writeHead(206, { 'content-range': `bytes ${first}-${last}/${body.length}`, 'content-length': last - first + 1, etag: '"v1"' });
-        res.write(body.subarray(first, first + 1000));
-        setImmediate(() => res.socket?.destroy());
-      },
+    test('a host that ignores If-Range and answers ranges of a newer file is refused: one version, whole', async (t) => {
+      const dir = await tempDir(t);
+      const changed = randomBytes(FILE.length);
+      const host = await startRangeHost(t, {
+        answerRange: (res, first, last) =>
+          res
+            .writeHead(206, {
+              'content-range': `bytes ${first}-${last}/${changed.length}`,
+              'content-length': last - first + 1,
+              etag: '"v2"',
+            })
+            .end(changed.subarray(first, last + 1)),
+      });
+      const dest = path.join(dir, 'in.mp4');
+      await downloadToFile(host.url, dest, inRanges);
+      assert.ok((await readFile(dest)).equals(FILE), 'the version of the whole answer, not parts of two');
+      assert.deepEqual(host.gets.at(-1), { range: '', ifRange: '' });
     });
-    await assert.rejects(downloadToFile(host.url, path.join(dir, 'in.mp4'), inRanges), (error: unknown) => {
-      assert.ok(error instanceof DownloadError, String(error));
-      assert.equal(error.errorStatus, ErrorStatus.UNREACHABLE_INPUT_FILE);
-      assert.equal(error.retryable, true);
-      return true;
-    });
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('a part that fails stops the others at once, the first answer too', { timeout: 60_000 }, async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t, {
-      // The first answer sends a little, then nothing: only being stopped ends it (its idle limit is 10 minutes).
-      headers: { 'accept-ranges': 'bytes', etag: '"v1"', 'x-stall': '1' },
-      answerRange: (res) => res.socket?.destroy(),
+    test('one connection when the host does not say it takes ranges, gives no validator or only a weak ETag, or the file is small', async (t) => {
+      const dir = await tempDir(t);
+      for (const headers of [
+        { etag: '"v1"' },
+        { 'accept-ranges': 'bytes' },
+        { 'accept-ranges': 'bytes', etag: 'W/"v1"' },
+        { 'accept-ranges': 'none', etag: '"v1"' },
+      ]) {
+        const host = await startRangeHost(t, { headers });
+        await downloadToFile(host.url, path.join(dir, 'in.mp4'), inRanges);
+        assert.deepEqual(host.gets, [{ range: '', ifRange: '' }], JSON.stringify(headers));
+      }
+      const host = await startRangeHost(t);
+      await downloadToFile(host.url, path.join(dir, 'small.mp4'), { ...inRanges, rangedMinBytes: FILE.length + 1 });
+      assert.equal(host.gets.length, 1);
     });
-    const stalling = { ...inRanges, idleTimeoutMs: 600_000, timeoutMs: 600_000 };
-    await assert.rejects(downloadToFile(host.url, path.join(dir, 'in.mp4'), stalling), DownloadError);
-    assert.deepEqual(await readdir(dir), []);
-  });
 
-  test('the ranged GETs go through the address checks like the first', async (t) => {
-    const dir = await tempDir(t);
-    const host = await startRangeHost(t);
-    const port = new URL(host.url).port;
-    // Allowed until the host has the first GET: the address policy is asked again for each connection.
-    const policy = { isAllowed: (address: string, p: number) => address === '127.0.0.1' && String(p) === port && host.gets.length === 0 };
-    await assert.rejects(downloadToFile(host.url, path.join(dir, 'in.mp4'), { ...inRanges, policy }), (error: unknown) => {
-      assert.ok(error instanceof DownloadError);
-      assert.equal(error.errorStatus, ErrorStatus.FORBIDDEN_INPUT_ADDRESS);
-      return true;
+    test('a part whose connection breaks fails the download (UNREACHABLE, worth another try) and leaves nothing', async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t, {
+        answerRange: (res, first, last, body) => {
+          res.writeHead(206, {
+            'content-range': `bytes ${first}-${last}/${body.length}`,
+            'content-length': last - first + 1,
+            etag: '"v1"',
+          });
+          res.write(body.subarray(first, first + 1000));
+          setImmediate(() => res.socket?.destroy());
+        },
+      });
+      await assert.rejects(downloadToFile(host.url, path.join(dir, 'in.mp4'), inRanges), (error: unknown) => {
+        assert.ok(error instanceof DownloadError, String(error));
+        assert.equal(error.errorStatus, ErrorStatus.UNREACHABLE_INPUT_FILE);
+        assert.equal(error.retryable, true);
+        return true;
+      });
+      assert.deepEqual(await readdir(dir), []);
     });
-    assert.equal(host.gets.length, 1, 'no ranged GET reached the host');
-    assert.deepEqual(await readdir(dir), []);
+
+    test('a part that fails stops the others at once, the first answer too', { timeout: 60_000 }, async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t, {
+        // The first answer sends a little, then nothing: only being stopped ends it (its idle limit is 10 minutes).
+        headers: { 'accept-ranges': 'bytes', etag: '"v1"', 'x-stall': '1' },
+        answerRange: (res) => res.socket?.destroy(),
+      });
+      const stalling = { ...inRanges, idleTimeoutMs: 600_000, timeoutMs: 600_000 };
+      await assert.rejects(downloadToFile(host.url, path.join(dir, 'in.mp4'), stalling), DownloadError);
+      assert.deepEqual(await readdir(dir), []);
+    });
+
+    test('the ranged GETs go through the address checks like the first', async (t) => {
+      const dir = await tempDir(t);
+      const host = await startRangeHost(t);
+      const port = new URL(host.url).port;
+      // Allowed until the host has the first GET: the address policy is asked again for each connection.
+      const policy = { isAllowed: (address: string, p: number) => address === '127.0.0.1' && String(p) === port && host.gets.length === 0 };
+      await assert.rejects(downloadToFile(host.url, path.join(dir, 'in.mp4'), { ...inRanges, policy }), (error: unknown) => {
+        assert.ok(error instanceof DownloadError);
+        assert.equal(error.errorStatus, ErrorStatus.FORBIDDEN_INPUT_ADDRESS);
+        return true;
+      });
+      assert.equal(host.gets.length, 1, 'no ranged GET reached the host');
+      assert.deepEqual(await readdir(dir), []);
+    });
   });
-});
+}
 
 describe('planRanges', () => {
   const answer = (headers: http.IncomingHttpHeaders, statusCode = 200) => ({ statusCode, headers }) as http.IncomingMessage;

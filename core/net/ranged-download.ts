@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { open, type FileHandle } from 'node:fs/promises';
 import { writeBodyAt, writeStartAt } from '../storage/positioned-writes.ts';
 import { ObjectSizeMismatch } from '../storage/storage.ts';
+import { writeBodySync } from './sync-body-writes.ts';
 
 /** The answer was not the exact range asked for: fetch the file whole instead. */
 export class RangesRefused extends Error {
@@ -84,10 +85,28 @@ export function checkRangeAnswer(response: IncomingMessage, [first, last]: [numb
 /**
  * Writes `length` bytes of `body` at `position` in `file`, then closes the body. `exact`: the body
  * must end right there (a ranged answer); otherwise (the first, whole answer) reading stops there.
+ * `sync`: written as it arrives (sync-body-writes.ts).
  */
-export async function writePart(body: IncomingMessage, file: FileHandle, position: number, length: number, exact: boolean): Promise<void> {
+export async function writePart(
+  body: IncomingMessage,
+  file: FileHandle,
+  position: number,
+  length: number,
+  exact: boolean,
+  sync = false,
+): Promise<void> {
   try {
-    if (exact) await writeBodyAt(file, position, body, length);
+    if (sync) {
+      const tooMuch = () => new ObjectSizeMismatch(length, `more than ${length}`);
+      const written = await writeBodySync(body, {
+        fd: file.fd,
+        position,
+        limit: length,
+        atLimit: exact ? 'fail' : 'stop',
+        tooMuch,
+      });
+      if (written !== length) throw new ObjectSizeMismatch(length, String(written));
+    } else if (exact) await writeBodyAt(file, position, body, length);
     else await writeStartAt(file, position, body, length);
   } catch (error) {
     if (error instanceof ObjectSizeMismatch) throw new RangesRefused(`a part of ${length} bytes came with ${error.message}`);
